@@ -1,0 +1,58 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova adapter: cell mappings from the nova API database.
+
+The only module besides :mod:`nova_cellsched.filters` and the listing
+adapter that imports nova. Everything it returns is a plain value of
+:mod:`nova_cellsched.policy`.
+"""
+
+from typing import Any
+
+from nova import context as nova_context
+from nova import objects
+from sqlalchemy.engine import url as sa_url
+
+from nova_cellsched.policy import CellInfo
+
+
+def mask_url(url: str | None) -> str:
+    """Return *url* with its password replaced by ``***``.
+
+    A value SQLAlchemy cannot read is masked whole, since it may still
+    hold a secret.
+    """
+    if not url:
+        return ''
+    try:
+        return sa_url.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - any parse error: hide it all
+        return '<unparsable URL, masked>'
+
+
+def load_cell_mappings(context: Any = None) -> list[Any]:
+    """Return nova's ``CellMapping`` objects, cell0 included."""
+    objects.register_all()
+    ctxt = context or nova_context.get_admin_context()
+    return list(objects.CellMappingList.get_all(ctxt))
+
+
+def to_cell_info(cell_mapping: Any) -> CellInfo:
+    """Convert a nova ``CellMapping`` to a :class:`CellInfo`."""
+    return CellInfo(uuid=cell_mapping.uuid, name=cell_mapping.name or None,
+                    disabled=bool(cell_mapping.disabled))
+
+
+def load_cell_infos(context: Any = None) -> list[CellInfo]:
+    """Return every cell mapping as :class:`CellInfo`, cell0 included."""
+    return [to_cell_info(cm) for cm in load_cell_mappings(context)]

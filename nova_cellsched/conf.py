@@ -1,0 +1,131 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Configuration options of nova-cellsched: the ``[cellsched]`` group.
+
+Every option lives here, registered on an explicit ``ConfigOpts`` by
+:func:`register_opts`, and listed for ``oslo-config-generator`` by
+:func:`list_opts` (entry point ``oslo.config.opts = nova_cellsched``).
+
+The two scheduling options are also read from CERN's cells v1 group
+``[cells]`` as deprecated aliases, so a nova.conf written for the original
+``TargetCellProjectFilter`` keeps working unchanged.
+"""
+
+import copy
+
+from oslo_config import cfg
+
+GROUP_NAME = 'cellsched'
+
+cellsched_group = cfg.OptGroup(
+    GROUP_NAME,
+    title='Project-to-cell scheduling and cross-cell listing',
+    help="""
+Options of the nova-cellsched plugin.
+
+``ProjectCellFilter`` (enabled in ``[filter_scheduler] enabled_filters``)
+sends the new servers of each project to the cells named for it here, and
+keeps new servers out of cells named nowhere. The ``list_*`` options tune
+``nova-cellsched list``, the parallel cross-cell instance lister.
+""")
+
+scheduling_opts = [
+    cfg.ListOpt(
+        'cells_default',
+        default=[],
+        mutable=True,
+        deprecated_group='cells',
+        help="""
+Cells that receive the new servers of every project not named in
+``[cellsched] cells_projects``.
+
+A cell is named by its cell mapping name (as shown by ``nova-manage cell_v2
+list_cells``) or by its uuid. Cell names are not unique in nova: a name that
+matches several cell mappings is ignored and reported, so name such cells by
+uuid. A cell named in neither ``cells_default`` nor ``cells_projects`` is
+disabled for new servers: servers already in it keep working (reboot,
+resize, migrate, evacuate, delete stay in their cell), but nothing new is
+scheduled there.
+
+When both options are empty the filter lets every host pass, so installing
+the plugin without configuring it changes nothing.
+
+This option is mutable: a SIGHUP to nova-scheduler applies a new value to
+the next scheduling request. A malformed new value is rejected with an
+error in the log and the last good value stays in force.
+
+Possible values:
+
+* An empty list (default): unmapped projects are not restricted when
+  ``cells_projects`` is empty too, and get no host otherwise.
+* A comma separated list of cell names or uuids, for example
+  ``cell1,cell2`` or ``cell1,4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14``.
+
+Related options:
+
+* ``[cellsched] cells_projects``
+* ``[filter_scheduler] enabled_filters``: must contain ``ProjectCellFilter``.
+"""),
+    cfg.StrOpt(
+        'cells_projects',
+        default='',
+        mutable=True,
+        deprecated_group='cells',
+        help="""
+Cells dedicated to projects, as ``cell:project;project,cell:project``.
+
+Each comma separated pair names one cell (by cell mapping name or uuid)
+and, after a colon, the semicolon separated ids of the projects whose new
+servers go to that cell. A project may be listed under several cells; its
+new servers then go to any of them. A project named here never uses the
+``[cellsched] cells_default`` cells, and a project whose cells are all
+unknown gets no host rather than falling back to the default cells.
+
+The value is checked strictly: a pair without a colon, an empty cell or
+project, or a project id containing whitespace or a colon is an error
+that quotes the bad part. At scheduler start the error stops the filter
+from loading; on a SIGHUP reload the last good value is kept and the error
+is logged. Project ids that look like uuids match with or without dashes.
+
+This option is mutable: a SIGHUP to nova-scheduler applies a new value to
+the next scheduling request.
+
+Possible values:
+
+* An empty string (default): no project has dedicated cells.
+* ``cellE:0d5e63a0e3e84e1e9d4f7e06ad7eb6b2;ops,cellF:5b1e0a9f2c8d4e8f``
+
+Related options:
+
+* ``[cellsched] cells_default``
+"""),
+]
+
+ALL_OPTS = scheduling_opts
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register the ``[cellsched]`` group and its options on *conf*.
+
+    Registering twice is harmless: oslo.config ignores an identical option.
+    """
+    conf.register_group(cellsched_group)
+    conf.register_opts(ALL_OPTS, group=cellsched_group)
+
+
+def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
+    """Return the options for ``oslo-config-generator``.
+
+    Deep copies, so the generator can never alter the registered options.
+    """
+    return [(cellsched_group, copy.deepcopy(ALL_OPTS))]

@@ -1,0 +1,111 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Exceptions of nova-cellsched.
+
+Every exception carries the data it talks about as attributes, and its
+message says what was expected, what was got and how to fix it::
+
+    CellschedError
+     +-- InvalidCellsMapping     [cellsched] cells_default/cells_projects
+     +-- InvalidListRequest      a listing argument is not acceptable
+     +-- ApiDatabaseUnreachable  the nova API database did not answer
+     +-- CellsFailed             a strict listing lost one or more cells
+
+``exit_code`` is the ``nova-cellsched`` exit status for the error (see
+:mod:`nova_cellsched.cmd.cellsched`).
+"""
+
+from collections.abc import Mapping
+
+
+class CellschedError(Exception):
+    """Base class for nova-cellsched errors."""
+
+    exit_code = 1
+
+
+class InvalidCellsMapping(CellschedError):
+    """``[cellsched] cells_default`` or ``cells_projects`` is malformed.
+
+    :ivar option: the option name, e.g. ``cells_projects``.
+    :ivar value: the whole raw value that was rejected.
+    :ivar token: the part of the value that is wrong.
+    :ivar reason: what is wrong with ``token`` and how to fix it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, option: str, value: str, token: str,
+                 reason: str) -> None:
+        self.option = option
+        self.value = value
+        self.token = token
+        self.reason = reason
+        super().__init__(
+            '[cellsched] %s: %r: %s (whole value: %r)'
+            % (option, token, reason, value))
+
+
+class InvalidListRequest(CellschedError):
+    """An argument of a listing is not one the lister accepts.
+
+    :ivar argument: the argument name, e.g. ``sort_key``.
+    :ivar value: the rejected value.
+    :ivar expected: what would have been accepted.
+    """
+
+    exit_code = 2
+
+    def __init__(self, argument: str, value: object, expected: str) -> None:
+        self.argument = argument
+        self.value = value
+        self.expected = expected
+        super().__init__('invalid %s %r: expected %s'
+                         % (argument, value, expected))
+
+
+class ApiDatabaseUnreachable(CellschedError):
+    """The nova API database could not be queried.
+
+    :ivar url: the connection URL, password masked.
+    :ivar cause: the original exception (also ``__cause__``).
+    """
+
+    exit_code = 3
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        self.url = url
+        self.cause = cause
+        super().__init__(
+            'cannot read the nova API database at %s: %s; check '
+            '[api_database] connection in the nova.conf given with '
+            '--config-file and that the database server is running'
+            % (url, cause))
+
+
+class CellsFailed(CellschedError):
+    """A listing that may not skip cells lost one or more cells.
+
+    :ivar failures: cell uuid -> human readable reason.
+    """
+
+    exit_code = 1
+
+    def __init__(self, failures: Mapping[str, str]) -> None:
+        self.failures = dict(failures)
+        super().__init__(
+            'listing incomplete, %d cell(s) failed: %s; fix the cells or '
+            'list with down cells skipped'
+            % (len(self.failures),
+               '; '.join('%s: %s' % kv for kv in sorted(
+                   self.failures.items()))))

@@ -1,0 +1,161 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Keep the current :class:`~nova_cellsched.policy.Policy` for a scheduler.
+
+Pure Python: options and cell mappings come from two callables, so the
+reload rules are tested without nova.
+
+The rules:
+
+* The raw option values are read on every call to :meth:`current`; they
+  are parsed again only when they changed (SIGHUP, ``self.flags()``), so
+  the hot path is one tuple comparison.
+* The first value must parse (:class:`InvalidCellsMapping` is raised: the
+  filter does not load). A later value that does not parse is logged once
+  at error level and the last good mapping stays in force.
+* Cell mappings are loaded on first use, on every change of the options,
+  and when :meth:`refresh_cells` is asked to (a host in a cell the cache
+  does not know), at most once per ``min_refresh_interval`` seconds. A
+  failed load keeps the last good cells and is logged.
+* Readers never see a half-built state: the state is one immutable
+  object, replaced by a single assignment under a lock.
+"""
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from oslo_log import log as logging
+
+from nova_cellsched import mapping as mapping_mod
+from nova_cellsched import policy as policy_mod
+from nova_cellsched.exception import InvalidCellsMapping
+
+LOG = logging.getLogger(__name__)
+
+RawOptions = tuple[tuple[str, ...], str]
+"""``(cells_default items, cells_projects string)`` as read from CONF."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _State:
+    raw: RawOptions
+    mapping: mapping_mod.CellsMapping
+    cells: tuple[policy_mod.CellInfo, ...] | None
+    policy: policy_mod.Policy | None
+    loaded_at: float
+
+
+class PolicyCache:
+    """The current policy, reloaded when the options or cells change.
+
+    :param read_options: returns the raw option values, cheaply.
+    :param load_cells: returns every cell mapping; may raise.
+    :param min_refresh_interval: seconds between two cell reloads that are
+        asked for by :meth:`refresh_cells`.
+    :param clock: monotonic clock, injectable for tests.
+    :raises InvalidCellsMapping: when the options do not parse at start.
+    """
+
+    def __init__(self, read_options: Callable[[], RawOptions],
+                 load_cells: Callable[[], Sequence[policy_mod.CellInfo]],
+                 min_refresh_interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._read_options = read_options
+        self._load_cells = load_cells
+        self._min_refresh_interval = min_refresh_interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._rejected_raw: RawOptions | None = None
+        raw = read_options()
+        self._state = _State(raw, mapping_mod.parse(*raw), None, None,
+                             clock())
+
+    @property
+    def mapping(self) -> mapping_mod.CellsMapping:
+        """The mapping in force (the last one that parsed)."""
+        return self._state.mapping
+
+    def current(self) -> policy_mod.Policy:
+        """Return the policy for the option values in force now."""
+        state = self._state
+        raw = self._read_options()
+        if raw != state.raw and raw != self._rejected_raw:
+            state = self._reparse(raw)
+        if state.cells is None:
+            # Never loaded, or every load failed so far: try again, but a
+            # failing API database is not hammered on every request.
+            state = self._reload_cells(state, force=state.policy is None)
+        assert state.policy is not None
+        return state.policy
+
+    def refresh_cells(self) -> policy_mod.Policy:
+        """Reload the cell mappings unless that was done very recently."""
+        self.current()
+        policy = self._reload_cells(self._state, force=False).policy
+        assert policy is not None
+        return policy
+
+    def _reparse(self, raw: RawOptions) -> _State:
+        with self._lock:
+            state = self._state
+            if raw == state.raw or raw == self._rejected_raw:
+                return state
+            try:
+                new_mapping = mapping_mod.parse(*raw)
+            except InvalidCellsMapping as exc:
+                self._rejected_raw = raw
+                LOG.error('Ignoring the new [cellsched] options, the last '
+                          'good mapping stays in force: %s', exc)
+                return state
+            self._rejected_raw = None
+            LOG.info('[cellsched] options changed: cells_default=%(d)r '
+                     'cells_projects=%(p)r',
+                     {'d': new_mapping.render_default(),
+                      'p': new_mapping.render_projects()})
+            # New options: look at the cells again too, as SIGHUP makes the
+            # scheduler do for its own cell caches.
+            self._state = self._build(raw, new_mapping, state.cells,
+                                      load=True)
+            return self._state
+
+    def _reload_cells(self, state: _State, force: bool) -> _State:
+        with self._lock:
+            if self._state is not state:
+                return self._state
+            age = self._clock() - state.loaded_at
+            if (not force and state.policy is not None and
+                    age < self._min_refresh_interval):
+                return state
+            self._state = self._build(state.raw, state.mapping, state.cells,
+                                      load=True)
+            return self._state
+
+    def _build(self, raw: RawOptions, mapping: mapping_mod.CellsMapping,
+               cells: tuple[policy_mod.CellInfo, ...] | None,
+               load: bool) -> _State:
+        if load:
+            try:
+                cells = tuple(self._load_cells())
+            except Exception as exc:  # noqa: BLE001 - any DB/driver error
+                LOG.error('Cannot load the cell mappings from the API '
+                          'database, keeping the %s: %s',
+                          'last known cells' if cells is not None else
+                          'mapping unresolved (restricted projects get no '
+                          'host until it loads)', exc)
+        policy = policy_mod.resolve(mapping, cells or ())
+        if cells is not None:
+            for problem in policy.problems:
+                LOG.warning('[cellsched] %s', problem)
+        return _State(raw, mapping, cells, policy, self._clock())
