@@ -16,7 +16,8 @@ Every exception carries the data it talks about as attributes, and its
 message says what was expected, what was got and how to fix it::
 
     CellschedError
-     +-- InvalidCellsMapping     [cellsched] cells_default/cells_projects
+     +-- InvalidConfig           nova.conf cannot be used
+     |    +-- InvalidCellsMapping     [cellsched] cells_default/projects
      +-- InvalidListRequest      a listing argument is not acceptable
      +-- ApiDatabaseUnreachable  the nova API database did not answer
      +-- CellsFailed             a strict listing lost one or more cells
@@ -34,7 +35,13 @@ class CellschedError(Exception):
     exit_code = 1
 
 
-class InvalidCellsMapping(CellschedError):
+class InvalidConfig(CellschedError):
+    """The configuration cannot be used; the message says what to fix."""
+
+    exit_code = 2
+
+
+class InvalidCellsMapping(InvalidConfig):
     """``[cellsched] cells_default`` or ``cells_projects`` is malformed.
 
     :ivar option: the option name, e.g. ``cells_projects``.

@@ -38,9 +38,9 @@ from collections.abc import Callable, Sequence
 
 from oslo_log import log as logging
 
+from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched import mapping as mapping_mod
 from nova_cellsched import policy as policy_mod
-from nova_cellsched.exception import InvalidCellsMapping
 
 LOG = logging.getLogger(__name__)
 
@@ -53,8 +53,8 @@ class _State:
     raw: RawOptions
     mapping: mapping_mod.CellsMapping
     cells: tuple[policy_mod.CellInfo, ...] | None
-    policy: policy_mod.Policy | None
-    loaded_at: float
+    policy: policy_mod.Policy
+    loaded_at: float | None
 
 
 class PolicyCache:
@@ -79,8 +79,11 @@ class PolicyCache:
         self._lock = threading.Lock()
         self._rejected_raw: RawOptions | None = None
         raw = read_options()
-        self._state = _State(raw, mapping_mod.parse(*raw), None, None,
-                             clock())
+        mapping = mapping_mod.parse(*raw)
+        # Cells are loaded on first use, not here: the scheduler may build
+        # its filters before the API database is reachable.
+        self._state = _State(raw, mapping, None,
+                             policy_mod.resolve(mapping, ()), None)
 
     @property
     def mapping(self) -> mapping_mod.CellsMapping:
@@ -96,16 +99,14 @@ class PolicyCache:
         if state.cells is None:
             # Never loaded, or every load failed so far: try again, but a
             # failing API database is not hammered on every request.
-            state = self._reload_cells(state, force=state.policy is None)
-        assert state.policy is not None
+            state = self._reload_cells(state,
+                                       force=state.loaded_at is None)
         return state.policy
 
     def refresh_cells(self) -> policy_mod.Policy:
         """Reload the cell mappings unless that was done very recently."""
         self.current()
-        policy = self._reload_cells(self._state, force=False).policy
-        assert policy is not None
-        return policy
+        return self._reload_cells(self._state, force=False).policy
 
     def _reparse(self, raw: RawOptions) -> _State:
         with self._lock:
@@ -134,9 +135,9 @@ class PolicyCache:
         with self._lock:
             if self._state is not state:
                 return self._state
-            age = self._clock() - state.loaded_at
-            if (not force and state.policy is not None and
-                    age < self._min_refresh_interval):
+            if (not force and state.loaded_at is not None and
+                    self._clock() - state.loaded_at <
+                    self._min_refresh_interval):
                 return state
             self._state = self._build(state.raw, state.mapping, state.cells,
                                       load=True)

@@ -1,0 +1,298 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-cellsched``: the operator command.
+
+It reads nova.conf the way nova-manage does (``--config-file``,
+``--config-dir``, else nova's default locations) and talks to the nova API
+database named by ``[api_database] connection``.
+
+Commands::
+
+    nova-cellsched --config-file /etc/nova/nova.conf check
+    nova-cellsched --config-file /etc/nova/nova.conf explain --project P
+
+Output is a table by default; ``-f json``, ``-f csv``, ``-f value`` and
+``-f yaml`` are cliff's formatters.
+
+Exit codes:
+
+=====  ==============================================================
+0      success; ``check`` found nothing to fix
+1      ``check`` found problems (unknown or ambiguous cell names,
+       projects without a usable cell, ...); other unexpected errors
+2      bad configuration (malformed ``[cellsched]`` options, no
+       ``[api_database] connection``) or bad command line input
+3      the nova API database cannot be reached
+=====  ==============================================================
+
+Database passwords never appear in the output: every connection URL is
+shown with its password masked.
+"""
+
+import argparse
+import logging
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cliff import app
+from cliff import command
+from cliff import commandmanager
+from cliff import lister
+
+from nova_cellsched import exception
+from nova_cellsched import mapping as mapping_mod
+from nova_cellsched import policy as policy_mod
+
+NOISY_LOGGERS = ('nova', 'oslo_service', 'oslo_db', 'oslo.privsep',
+                 'stevedore')
+CHECK_COLUMNS = ('Cell', 'UUID', 'Role', 'Disabled in nova', 'Database',
+                 'Problems')
+EXPLAIN_COLUMNS = ('Cell', 'UUID', 'New servers', 'Why')
+
+
+class CellschedCommandMixin:
+    """Turn :class:`CellschedError` into its message and exit code."""
+
+    app: 'CellschedApp'
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        try:
+            self.app.raise_config_error()
+            return int(super().run(parsed_args))  # type: ignore[misc]
+        except exception.CellschedError as exc:
+            if self.app.options.debug:
+                raise
+            self.app.stderr.write('nova-cellsched: error: %s\n' % exc)
+            return exc.exit_code
+
+
+def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
+                           policy_mod.Policy]:
+    """Parse the options, read the cell mappings and resolve the policy."""
+    from nova_cellsched import nova_setup
+
+    conf = nova_setup.conf()
+    group = conf.cellsched
+    mapping = mapping_mod.parse(list(group.cells_default),
+                                group.cells_projects)
+    cell_mappings = nova_setup.cell_mappings()
+    from nova_cellsched import cells
+
+    policy = policy_mod.resolve(
+        mapping, [cells.to_cell_info(cm) for cm in cell_mappings])
+    return mapping, cell_mappings, policy
+
+
+def _role(policy: policy_mod.Policy, cell_uuid: str) -> str:
+    if cell_uuid == policy_mod.CELL0_UUID:
+        return 'cell0 (failed builds only)'
+    if not policy.restricted:
+        return 'any project (filter not configured)'
+    roles = []
+    if cell_uuid in policy.default_cells:
+        roles.append('default')
+    dedicated = policy.projects_of_cell(cell_uuid)
+    if dedicated:
+        roles.append('dedicated to %d project(s)' % len(dedicated))
+    return ', '.join(roles) or 'disabled here'
+
+
+class Check(CellschedCommandMixin, lister.Lister):
+    """Compare the [cellsched] mapping with the cells nova knows.
+
+    Lists every cell with its role for new servers (default, dedicated to
+    N projects, disabled here) and whether nova itself disabled it, then
+    the names in the options that match no cell or several. Problems are
+    also printed to stderr, one per line, and make the exit code 1.
+    """
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        from nova_cellsched import cells
+
+        _mapping, cell_mappings, policy = _load_state()
+        problems_by_cell: dict[str, list[str]] = {}
+        rows = []
+        ref_rows = []
+        for problem in policy.problems:
+            self.app.stderr.write('problem: %s\n' % problem)
+            cell = next((c for c in policy.cells.values()
+                         if problem.ref in (c.uuid, c.name)), None)
+            if cell is not None and problem.kind not in (
+                    policy_mod.ProblemKind.AMBIGUOUS,):
+                problems_by_cell.setdefault(cell.uuid, []).append(
+                    problem.kind.value)
+            elif problem.kind in (policy_mod.ProblemKind.UNKNOWN,
+                                  policy_mod.ProblemKind.AMBIGUOUS):
+                ref_rows.append((problem.ref, '',
+                                 problem.kind.value, '', '',
+                                 problem.detail))
+        for cm in sorted(cell_mappings,
+                         key=lambda c: (c.name or '', c.uuid)):
+            rows.append((cm.name or '', cm.uuid, _role(policy, cm.uuid),
+                         bool(cm.disabled),
+                         cells.mask_url(cm.database_connection),
+                         '; '.join(problems_by_cell.get(cm.uuid, []))))
+        self._problems = len(policy.problems)
+        return CHECK_COLUMNS, rows + ref_rows
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        self._problems = 0
+        result = super().run(parsed_args)
+        return result or (1 if self._problems else 0)
+
+
+class Explain(CellschedCommandMixin, lister.Lister):
+    """Show which cells a new server of a project may use, and why."""
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--project', required=True, metavar='PROJECT_ID',
+                            help='Project (tenant) id to explain.')
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        _mapping, cell_mappings, policy = _load_state()
+        project = parsed_args.project
+        allowed = policy.allowed_cells(project)
+        dedicated = policy.is_dedicated(project)
+        rows = []
+        for cm in sorted(cell_mappings,
+                         key=lambda c: (c.name or '', c.uuid)):
+            ok, why = _explain_cell(policy, project, cm, allowed, dedicated)
+            rows.append((cm.name or '', cm.uuid, 'yes' if ok else 'no', why))
+        if allowed is not None and not allowed:
+            self.app.stderr.write(
+                'project %s may use no cell: its new servers fail with '
+                'NoValidHost\n' % project)
+        return EXPLAIN_COLUMNS, rows
+
+
+def _explain_cell(policy: policy_mod.Policy, project: str, cm: Any,
+                  allowed: frozenset[str] | None,
+                  dedicated: bool) -> tuple[bool, str]:
+    if cm.uuid == policy_mod.CELL0_UUID:
+        return False, 'cell0 has no hosts; it keeps servers that failed ' \
+            'to schedule'
+    if cm.disabled:
+        return False, 'disabled in nova (nova-manage cell_v2 update_cell ' \
+            '--enable to use it)'
+    if allowed is None:
+        return True, 'cells_default and cells_projects are empty: the ' \
+            'filter lets every cell pass'
+    if cm.uuid in allowed:
+        if dedicated:
+            return True, 'dedicated to the project in cells_projects'
+        return True, 'in cells_default, and the project is not named in ' \
+            'cells_projects'
+    if dedicated:
+        return False, 'the project is named in cells_projects and this ' \
+            'cell is not one of its cells'
+    if cm.uuid in policy.usable_cells:
+        return False, 'dedicated to other projects in cells_projects'
+    return False, 'disabled here: named in neither cells_default nor ' \
+        'cells_projects'
+
+
+class CellschedApp(app.App):
+    """The cliff application behind ``nova-cellsched``."""
+
+    def __init__(self) -> None:
+        manager = commandmanager.CommandManager('nova_cellsched.cli')
+        for name, cls in COMMANDS.items():
+            manager.add_command(name, cls)
+        super().__init__(
+            description='Project-to-cell scheduling and cross-cell listing '
+                        'for nova cells v2.',
+            version=_version(),
+            command_manager=manager,
+            deferred_help=True)
+
+    def build_option_parser(self, description: str | None, version: str,
+                            argparse_kwargs: dict[str, Any] | None = None
+                            ) -> argparse.ArgumentParser:
+        parser = super().build_option_parser(description, version,
+                                             argparse_kwargs)
+        parser.add_argument(
+            '--config-file', action='append', default=[],
+            metavar='PATH',
+            help='nova.conf to read; may be repeated. Default: nova\'s '
+                 'default locations, as for nova-manage.')
+        parser.add_argument(
+            '--config-dir', action='append', default=[], metavar='DIR',
+            help='Directory of *.conf files to read after --config-file.')
+        return parser
+
+    def configure_logging(self) -> None:
+        super().configure_logging()
+        if self.options.verbose_level < 2:
+            # The libraries' INFO lines (backend loading, ...) are noise for
+            # an operator; -vv shows them.
+            for name in NOISY_LOGGERS:
+                logging.getLogger(name).setLevel(logging.WARNING)
+
+    def initialize_app(self, argv: list[str]) -> None:
+        if not argv or argv[0] in ('help', 'complete'):
+            return
+        from nova_cellsched import nova_setup
+
+        args = []
+        for path in self.options.config_file:
+            args += ['--config-file', path]
+        for path in self.options.config_dir:
+            args += ['--config-dir', path]
+        self._config_error = None
+        try:
+            nova_setup.load_config(args)
+        except exception.CellschedError as exc:
+            self._config_error = exc
+
+    def raise_config_error(self) -> None:
+        """Raise the error met while reading nova.conf, if any."""
+        error = getattr(self, '_config_error', None)
+        if error is not None:
+            raise error
+
+
+def _version() -> str:
+    try:
+        from importlib import metadata
+        return metadata.version('nova-cellsched')
+    except Exception:  # noqa: BLE001 - not installed: run from a checkout
+        return 'unknown'
+
+
+COMMANDS: dict[str, type[command.Command]] = {
+    'check': Check,
+    'explain': Explain,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nova-cellsched``; return its exit code."""
+    # futurist imports eventlet when it is installed (nova still ships
+    # it); its deprecation warning says nothing to an operator.
+    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    cli = CellschedApp()
+    try:
+        return cli.run(list(sys.argv[1:] if argv is None else argv))
+    except exception.CellschedError as exc:
+        sys.stderr.write('nova-cellsched: error: %s\n' % exc)
+        return exc.exit_code
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,83 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova adapter for the command line: read nova.conf like nova-manage.
+
+Imported only by the commands, so that ``nova-cellsched --help`` does not
+pay for importing nova.
+"""
+
+from typing import Any
+
+import nova.conf
+from nova import config as nova_config
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+from oslo_messaging import opts as messaging_opts
+from sqlalchemy import exc as sa_exc
+
+from nova_cellsched import cells
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import exception
+
+CONF = nova.conf.CONF
+
+#: Errors that mean "the database did not answer", not a bug of ours.
+DB_ERRORS: tuple[type[BaseException], ...] = (
+    db_exc.DBError, sa_exc.SQLAlchemyError, OSError)
+
+
+def load_config(args: list[str]) -> cfg.ConfigOpts:
+    """Parse nova.conf (``--config-file``/``--config-dir`` *args*).
+
+    :raises InvalidConfig: the files cannot be read or parsed, or they
+        name no API database.
+    """
+    conf_mod.register_opts(CONF)
+    # Cell mappings template their URLs on [DEFAULT] transport_url (see
+    # CellMapping.format_mq_url); register oslo.messaging's [DEFAULT]
+    # options as rpc.init would, without starting RPC.
+    for group, opts in messaging_opts.list_opts():
+        if group is None:
+            CONF.register_opts(opts)
+    try:
+        nova_config.parse_args(['nova-cellsched'] + args,
+                               configure_db=True, init_rpc=False)
+    except cfg.Error as exc:
+        raise exception.InvalidConfig(
+            'cannot read the configuration: %s; give the nova.conf of '
+            'nova-api or nova-scheduler with --config-file' % exc) from exc
+    if not CONF.api_database.connection:
+        raise exception.InvalidConfig(
+            '[api_database] connection is not set in %s; give the '
+            'nova.conf of nova-api or nova-scheduler with --config-file'
+            % (', '.join(CONF.config_file) or 'nova\'s default config '
+               'files (none found)'))
+    return CONF
+
+
+def conf() -> cfg.ConfigOpts:
+    """The nova configuration object, with ``[cellsched]`` registered."""
+    conf_mod.register_opts(CONF)
+    return CONF
+
+
+def cell_mappings() -> list[Any]:
+    """Every CellMapping of the API database, cell0 included.
+
+    :raises ApiDatabaseUnreachable: the API database did not answer.
+    """
+    try:
+        return cells.load_cell_mappings()
+    except DB_ERRORS as exc:
+        raise exception.ApiDatabaseUnreachable(
+            cells.mask_url(CONF.api_database.connection), exc) from exc
