@@ -19,8 +19,10 @@ adapter that imports nova. Everything it returns is a plain value of
 
 from typing import Any
 
+import nova.conf
 from nova import context as nova_context
 from nova import objects
+from oslo_messaging import opts as messaging_opts
 from sqlalchemy.engine import url as sa_url
 
 from nova_cellsched.policy import CellInfo
@@ -40,9 +42,23 @@ def mask_url(url: str | None) -> str:
         return '<unparsable URL, masked>'
 
 
+def register_messaging_opts() -> None:
+    """Register oslo.messaging's ``[DEFAULT]`` options on nova's CONF.
+
+    Cell mappings template their URLs on ``[DEFAULT] transport_url``
+    (``CellMapping.format_mq_url``); a nova service registers it when it
+    starts RPC, a command that only reads the database must do it itself.
+    """
+    conf = nova.conf.CONF
+    for group, opts in messaging_opts.list_opts():
+        if group is None:
+            conf.register_opts(opts)
+
+
 def load_cell_mappings(context: Any = None) -> list[Any]:
     """Return nova's ``CellMapping`` objects, cell0 included."""
     objects.register_all()
+    register_messaging_opts()
     ctxt = context or nova_context.get_admin_context()
     return list(objects.CellMappingList.get_all(ctxt))
 

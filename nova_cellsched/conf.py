@@ -111,7 +111,75 @@ Related options:
 """),
 ]
 
-ALL_OPTS = scheduling_opts
+listing_opts = [
+    cfg.FloatOpt(
+        'list_cell_timeout',
+        default=60.0,
+        min=0.1,
+        help="""
+Seconds a cell database may take to answer one cross-cell listing.
+
+The deadline is enforced on each cell's worker futures, for the first
+batch and for every further batch together: a cell that has not answered
+by then is reported as timed out and the listing returns without it (or
+fails, see ``[api] list_records_by_skipping_down_cells``). MySQL
+connections also get this value as their connect, read and write
+timeout, so a worker blocked on a hung server ends on its own. nova's
+own lister uses a fixed 60 seconds (``nova.context.CELL_TIMEOUT``).
+
+Possible values:
+
+* A number of seconds, at least 0.1.
+
+Related options:
+
+* ``[cellsched] list_max_workers``
+* ``[api] list_records_by_skipping_down_cells``: whether a listing that
+  lost a cell still returns the others (nova's option, honoured here).
+"""),
+    cfg.IntOpt(
+        'list_max_workers',
+        default=32,
+        min=1,
+        help="""
+Largest number of threads one cross-cell listing queries cells with.
+
+Each cell's batch runs in its own worker thread while the others run;
+with more cells than workers the rest wait for a free worker (shown as
+``wait`` in the timings). The threads exist only for one listing.
+
+Possible values:
+
+* A positive integer. The number of cells is used when it is smaller.
+
+Related options:
+
+* ``[cellsched] list_cell_timeout``
+"""),
+    cfg.BoolOpt(
+        'list_prefer_mysqldb',
+        default=False,
+        help="""
+Use the mysqlclient driver for cell databases configured with PyMySQL.
+
+A cell ``database_connection`` of ``mysql+pymysql://`` is opened as
+``mysql+mysqldb://`` when the ``MySQLdb`` module (PyPI package
+``mysqlclient``) can be imported. mysqlclient is written in C and reads
+large result sets several times faster than PyMySQL. When the module is
+missing the URL is used as configured.
+
+Possible values:
+
+* False (default): use each URL as configured.
+* True: upgrade ``mysql+pymysql`` URLs when mysqlclient is installed.
+
+Related options:
+
+* None
+"""),
+]
+
+ALL_OPTS = scheduling_opts + listing_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

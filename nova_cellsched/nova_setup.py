@@ -22,7 +22,6 @@ import nova.conf
 from nova import config as nova_config
 from oslo_config import cfg
 from oslo_db import exception as db_exc
-from oslo_messaging import opts as messaging_opts
 from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import cells
@@ -43,12 +42,7 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
         name no API database.
     """
     conf_mod.register_opts(CONF)
-    # Cell mappings template their URLs on [DEFAULT] transport_url (see
-    # CellMapping.format_mq_url); register oslo.messaging's [DEFAULT]
-    # options as rpc.init would, without starting RPC.
-    for group, opts in messaging_opts.list_opts():
-        if group is None:
-            CONF.register_opts(opts)
+    cells.register_messaging_opts()
     try:
         nova_config.parse_args(['nova-cellsched'] + args,
                                configure_db=True, init_rpc=False)

@@ -1,0 +1,487 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Cross-cell instance listing: :func:`list_instances`.
+
+The contract: for every query in the supported subset that nova's own
+``nova.compute.instance_list.get_instances_sorted`` answers, the same
+instances come back in the same order, markers included. What differs is
+how:
+
+1. every cell's first batch is queried at once, each in its own worker
+   thread that runs the query to completion (no lazy generators);
+2. the batches are heap-merged by a key function; a cell is asked for
+   its next batch only when the merge has used up the current one;
+3. joined data (flavor, addresses, metadata) is fetched, again in
+   parallel, only for the rows that survived the merge;
+4. each cell is held to a deadline on its futures, and a cell that fails
+   or times out is reported in the result with its original exception.
+
+Each phase is timed (see :mod:`nova_cellsched.timing`).
+"""
+
+import dataclasses
+import datetime
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import futurist
+from nova.api.openstack.compute.schemas import servers as servers_schema
+from nova.compute import instance_list as nova_instance_list
+import nova.conf
+from nova import context as nova_context
+from nova import exception as nova_exception
+from nova import objects
+from oslo_log import log as logging
+from oslo_utils import strutils
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from nova_cellsched import cells as cells_mod
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import exception
+from nova_cellsched import gather
+from nova_cellsched import instance_query
+from nova_cellsched import sorting
+from nova_cellsched import timing
+from nova_cellsched import views
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+conf_mod.register_opts(CONF)
+
+#: Sort keys a caller may use: those of nova's API (microversion 2.75+).
+ALLOWED_SORT_KEYS = frozenset(servers_schema.VALID_SORT_KEYS_V275['enum'])
+
+#: Fields every record has.
+BASE_FIELDS = views.BASE_FIELDS
+#: The fields of ``nova-cellsched list --long`` (what nova's detail view
+#: shows an operator).
+DETAIL_FIELDS = views.DETAIL_FIELDS
+
+
+def _text(value: str) -> str:
+    return value
+
+
+def _text_list(value: str | Iterable[str | None]) -> tuple[str | None, ...]:
+    if isinstance(value, str):
+        return tuple(v.strip() for v in value.split(',') if v.strip())
+    return tuple(value)
+
+
+def _time(value: str | datetime.datetime) -> datetime.datetime:
+    if isinstance(value, datetime.datetime):
+        return value
+    return timeutils.parse_isotime(value)
+
+
+def _bool(value: str | bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    return strutils.bool_from_string(value, strict=True)
+
+
+#: Supported filters and how a text value (command line) is read.
+FILTERS: Mapping[str, Callable[[Any], Any]] = {
+    'project_id': _text, 'user_id': _text, 'host': _text, 'node': _text,
+    'image_ref': _text, 'key_name': _text, 'availability_zone': _text,
+    'uuid': _text_list, 'vm_state': _text_list, 'task_state': _text_list,
+    'display_name': _text,
+    'changes-since': _time, 'changes-before': _time,
+    'deleted': _bool, 'soft_deleted': _bool,
+}
+
+
+def normalize_filters(filters: Mapping[str, Any] | None
+                      ) -> dict[str, Any]:
+    """Validate *filters* and convert text values.
+
+    :raises InvalidListRequest: unknown filter or unreadable value.
+    """
+    out: dict[str, Any] = {}
+    for name, value in (filters or {}).items():
+        reader = FILTERS.get(name)
+        if reader is None:
+            raise exception.InvalidListRequest(
+                'filter', name, 'one of %s' % ', '.join(sorted(FILTERS)))
+        if value is None:
+            continue
+        try:
+            out[name] = reader(value)
+        except (ValueError, TypeError) as exc:
+            raise exception.InvalidListRequest(
+                'filter value', '%s=%s' % (name, value),
+                'a value of the right type (%s)' % exc) from exc
+    out.setdefault('deleted', False)
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """A cell to list, from its nova cell mapping."""
+
+    uuid: str
+    name: str | None
+    database_connection: str = dataclasses.field(repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.uuid
+
+
+@dataclasses.dataclass(frozen=True)
+class CellFailure:
+    """A cell whose instances are missing from a result, and why.
+
+    :ivar status: ``failed`` or ``timed out``.
+    :ivar error: the original exception (a :class:`gather.CellTimeout`
+        for a timeout).
+    """
+
+    cell: Cell
+    status: str
+    error: BaseException
+
+    def describe(self) -> str:
+        return '%s: %s' % (type(self.error).__name__, self.error)
+
+
+@dataclasses.dataclass(frozen=True)
+class ListResult:
+    """The answer of :func:`list_instances`.
+
+    :ivar instances: records (dicts) in the global order.
+    :ivar failures: cells that failed or timed out; their instances are
+        missing.
+    :ivar cells: the cells that were queried.
+    :ivar timings: where the time went.
+    :ivar limit: the limit asked for, or None.
+    """
+
+    instances: tuple[Mapping[str, Any], ...]
+    failures: tuple[CellFailure, ...]
+    cells: tuple[Cell, ...]
+    timings: timing.Timings
+    limit: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when every cell answered."""
+        return not self.failures
+
+    @property
+    def next_marker(self) -> str | None:
+        """The marker for the next page, None after the last page."""
+        if self.limit is None or len(self.instances) < self.limit:
+            return None
+        return str(self.instances[-1]['uuid'])
+
+
+def select_cells(context: Any, wanted: Sequence[Any] | None = None
+                 ) -> list[Cell]:
+    """The cells to list: all (cell0 included), or the *wanted* ones.
+
+    :param wanted: cell names, uuids, or nova CellMapping objects.
+    :raises InvalidListRequest: a name or uuid matching no cell, or a
+        name matching several.
+    """
+    if wanted is not None and all(
+            isinstance(w, objects.CellMapping) for w in wanted):
+        mappings = list(wanted)
+    else:
+        everything = cells_mod.load_cell_mappings(context)
+        if wanted is None:
+            mappings = everything
+        else:
+            mappings = []
+            for ref in wanted:
+                ref_text = str(ref).strip()
+                found = [cm for cm in everything
+                         if ref_text in (cm.uuid, cm.name)]
+                if len(found) != 1:
+                    raise exception.InvalidListRequest(
+                        'cell', ref_text,
+                        'the name or uuid of exactly one cell (%s)' % (
+                            ', '.join(sorted(
+                                '%s=%s' % (cm.name, cm.uuid)
+                                for cm in everything)))
+                        if not found else
+                        'a unique name; %d cells are named %r, use a uuid'
+                        % (len(found), ref_text))
+                if found[0] not in mappings:
+                    mappings.append(found[0])
+    return [Cell(cm.uuid, cm.name, cm.database_connection)
+            for cm in mappings]
+
+
+class _Listing:
+    """State of one :func:`list_instances` call."""
+
+    def __init__(self, cells: Sequence[Cell], spec: sorting.SortSpec,
+                 filters: Mapping[str, Any], fields: tuple[str, ...],
+                 engines: instance_query.EngineCache,
+                 executor: futurist.ThreadPoolExecutor,
+                 recorder: timing.Recorder,
+                 deadline: gather.Deadline) -> None:
+        self.cells = {c.uuid: c for c in cells}
+        self.spec = spec
+        self.filters = filters
+        self.fields = fields
+        self.engines = engines
+        self.executor = executor
+        self.recorder = recorder
+        self.deadline = deadline
+        self.columns = views.instance_columns(fields, spec.keys)
+        self.key = spec.key_function()
+        self.failures: dict[str, gather.Outcome[Any]] = {}
+        self._lock = threading.Lock()
+
+    def _connect(self, cell: Cell) -> sa.Connection:
+        with self.recorder.span('connect', cell.uuid):
+            return self.engines.get(cell.database_connection).connect()
+
+    def fetch(self, cell: Cell, after: Sequence[Any] | None,
+              limit: int | None, submitted: float) -> list[dict[str, Any]]:
+        """Worker: one batch of *cell*, run to completion here."""
+        self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
+        with self._connect(cell) as conn:
+            dialect = conn.dialect.name
+            query = instance_query.select_instances(
+                self.columns, self.filters, self.spec, dialect,
+                after=after, limit=limit)
+            with self.recorder.span('execute', cell.uuid):
+                result = conn.execute(query)
+            with self.recorder.span('fetch', cell.uuid) as span:
+                rows = [dict(r) for r in result.mappings()]
+                span['rows'] = len(rows)
+        for row in rows:
+            row[views.CELL_KEY] = cell.uuid
+        return rows
+
+    def submit(self, cell: Cell, after: Sequence[Any] | None,
+               limit: int | None) -> 'futurist.Future[Any]':
+        return self.executor.submit(self.fetch, cell, after, limit,
+                                    self.recorder.now())
+
+    def submit_after(self, cell: Cell, limit: int | None,
+                     last: Mapping[str, Any]) -> 'futurist.Future[Any]':
+        return self.submit(cell, self.spec.values_of(last), limit)
+
+    def details(self, cell: Cell, uuids: list[str],
+                submitted: float) -> dict[str, dict[str, Any]]:
+        """Worker: joined data of the surviving rows of *cell*."""
+        self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
+        with self._connect(cell) as conn:
+            with self.recorder.span('execute', cell.uuid, what='details'):
+                return views.fetch_details(conn, self.fields, uuids)
+
+
+def _marker_values(context: Any, marker: str, spec: sorting.SortSpec,
+                   engines: instance_query.EngineCache) -> tuple[Any, ...]:
+    """The sort values of the marker instance, found via its mapping."""
+    expected = 'the uuid of an existing instance (the last one of the ' \
+        'previous page)'
+    try:
+        im = objects.InstanceMapping.get_by_instance_uuid(context, marker)
+    except nova_exception.InstanceMappingNotFound:
+        raise exception.InvalidListRequest('marker', marker, expected)
+    if im.cell_mapping is None:
+        raise exception.InvalidListRequest(
+            'marker', marker, expected + ', not a server still being '
+            'scheduled')
+    url = im.cell_mapping.database_connection
+    try:
+        with engines.get(url).connect() as conn:
+            row = conn.execute(instance_query.select_marker(marker, spec)
+                               ).first()
+    except (sa.exc.SQLAlchemyError, OSError) as exc:
+        raise exception.CellsFailed(
+            {im.cell_mapping.uuid: 'cannot read the marker instance: %s'
+             % exc}) from exc
+    if row is None:
+        raise exception.InvalidListRequest('marker', marker, expected)
+    return tuple(row)
+
+
+_DEFAULT_ENGINES: instance_query.EngineCache | None = None
+_DEFAULT_ENGINES_LOCK = threading.Lock()
+
+
+def default_engines() -> instance_query.EngineCache:
+    """The process-wide engine cache (connection pools survive calls)."""
+    global _DEFAULT_ENGINES
+    with _DEFAULT_ENGINES_LOCK:
+        if _DEFAULT_ENGINES is None:
+            group = CONF[conf_mod.GROUP_NAME]
+            _DEFAULT_ENGINES = instance_query.EngineCache(
+                io_timeout=group.list_cell_timeout,
+                prefer_mysqldb=group.list_prefer_mysqldb)
+        return _DEFAULT_ENGINES
+
+
+def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
+                   filters: Mapping[str, Any] | None = None,
+                   sort_keys: Sequence[str] | None = None,
+                   sort_dirs: Sequence[str] | None = None,
+                   limit: int | None = None, marker: str | None = None,
+                   fields: Sequence[str] | None = None,
+                   cell_timeout: float | None = None,
+                   skip_down_cells: bool | None = None,
+                   max_workers: int | None = None,
+                   engines: instance_query.EngineCache | None = None
+                   ) -> ListResult:
+    """List instances across cells, in nova's global order.
+
+    :param context: a nova RequestContext. A non-admin context only sees
+        its own project (or, without a project, its own user).
+    :param cells: cell names, uuids or CellMapping objects; default every
+        cell of the API database, cell0 included.
+    :param filters: see :data:`FILTERS`; ``deleted`` defaults to False.
+    :param sort_keys: keys from :data:`ALLOWED_SORT_KEYS`; default
+        ``created_at, id`` descending. ``uuid asc`` always ends the order.
+    :param sort_dirs: ``asc``/``desc`` per key.
+    :param limit: at most this many records; None for all.
+    :param marker: uuid of the last instance of the previous page.
+    :param fields: record fields, default :data:`BASE_FIELDS`; see
+        :data:`DETAIL_FIELDS`.
+    :param cell_timeout: seconds each cell may take in all; default
+        ``[cellsched] list_cell_timeout``.
+    :param skip_down_cells: return what the live cells have when some
+        fail (True), or raise :class:`CellsFailed` (False); default nova's
+        ``[api] list_records_by_skipping_down_cells``.
+    :param max_workers: threads to query cells with; default
+        ``[cellsched] list_max_workers``.
+    :param engines: connection pools to use; default a process-wide cache.
+    :raises InvalidListRequest: a bad argument (nothing was queried).
+    :raises CellsFailed: cells failed and *skip_down_cells* is False.
+    """
+    started = timeutils.StopWatch()
+    started.start()
+    recorder = timing.Recorder()
+    group = CONF[conf_mod.GROUP_NAME]
+    if limit is not None and (isinstance(limit, bool) or
+                              not isinstance(limit, int) or limit < 1):
+        raise exception.InvalidListRequest('limit', limit,
+                                           'a positive integer')
+    spec = sorting.SortSpec.build(sort_keys, sort_dirs,
+                                  allowed=ALLOWED_SORT_KEYS)
+    wanted_fields = views.check_fields(fields)
+    norm_filters = normalize_filters(filters)
+    if not context.is_admin:
+        # As nova's DB API: a user sees only their own project.
+        if context.project_id:
+            norm_filters['project_id'] = context.project_id
+        else:
+            norm_filters['user_id'] = context.user_id
+    if skip_down_cells is None:
+        skip_down_cells = CONF.api.list_records_by_skipping_down_cells
+    cell_timeout = (group.list_cell_timeout if cell_timeout is None
+                    else cell_timeout)
+    engines = engines or default_engines()
+
+    target_cells = select_cells(context, cells)
+    after = (_marker_values(context, marker, spec, engines)
+             if marker else None)
+    batch_size = nova_instance_list.get_instance_list_cells_batch_size(
+        limit, target_cells)
+    if limit is not None:
+        batch_size = min(batch_size, limit)
+
+    workers = max(1, min(len(target_cells) or 1,
+                         max_workers or group.list_max_workers))
+    executor = futurist.ThreadPoolExecutor(max_workers=workers)
+    deadline = gather.Deadline(cell_timeout)
+    state = _Listing(target_cells, spec, norm_filters, wanted_fields,
+                     engines, executor, recorder, deadline)
+    try:
+        records = _run(state, after, batch_size, limit)
+    finally:
+        executor.shutdown(wait=False)
+
+    failures = tuple(
+        CellFailure(state.cells[uuid], outcome.status,
+                    outcome.error or RuntimeError('unknown failure'))
+        for uuid, outcome in sorted(state.failures.items()))
+    for failure in failures:
+        LOG.warning('Cell %(cell)s %(status)s and is missing from the '
+                    'listing: %(error)s',
+                    {'cell': failure.cell.label, 'status': failure.status,
+                     'error': failure.describe()})
+    if failures and not skip_down_cells:
+        raise exception.CellsFailed(
+            {f.cell.label: f.describe() for f in failures})
+
+    total = started.elapsed()
+    timings = timing.summarize(
+        recorder.spans(), total,
+        {c.uuid: c.name for c in target_cells},
+        {f.cell.uuid: (f.status, f.describe()) for f in failures})
+    for fmt, args in timing.log_lines(timings):
+        LOG.debug(fmt, args)
+    return ListResult(instances=tuple(records), failures=failures,
+                      cells=tuple(target_cells), timings=timings,
+                      limit=limit)
+
+
+def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
+         limit: int | None) -> list[dict[str, Any]]:
+    recorder = state.recorder
+    cells = list(state.cells.values())
+    with recorder.span('gather', cells=len(cells)):
+        futures = {c.uuid: state.submit(c, after, batch_size)
+                   for c in cells}
+        outcomes = gather.gather(futures, state.deadline)
+    streams = []
+    for uuid, outcome in outcomes.items():
+        if not outcome.ok:
+            state.failures[uuid] = outcome
+            continue
+        cell = state.cells[uuid]
+        streams.append(gather.CellStream(
+            uuid, outcome.result or [],
+            functools.partial(state.submit_after, cell, batch_size),
+            batch_size, state.deadline, state.failures,
+            on_refetch=lambda key, s, e: recorder.add('refetch', s, e, None,
+                                                      cell_uuid=key),
+            clock=recorder.now))
+
+    with recorder.span('merge') as span:
+        rows = list(sorting.merge(streams, state.key, limit))
+        span['rows'] = len(rows)
+
+    details: dict[str, dict[str, Any]] = {}
+    if views.needs_details(state.fields) and rows:
+        by_cell: dict[str, list[str]] = {}
+        for row in rows:
+            by_cell.setdefault(row[views.CELL_KEY], []).append(row['uuid'])
+        with recorder.span('details'):
+            futures = {uuid: state.executor.submit(
+                state.details, state.cells[uuid], uuids, recorder.now())
+                for uuid, uuids in by_cell.items()}
+            for uuid, outcome in gather.gather(futures,
+                                               state.deadline).items():
+                if outcome.ok:
+                    details.update(outcome.result or {})
+                else:
+                    state.failures.setdefault(uuid, outcome)
+    with recorder.span('view', rows=len(rows)):
+        names = {c.uuid: c.name for c in cells}
+        return [views.build_record(row, state.fields, names, details)
+                for row in rows]
+
+
+def admin_context() -> Any:
+    """A nova admin context (lists every project)."""
+    return nova_context.get_admin_context()

@@ -1,0 +1,445 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Build nova databases and fill them with instances as nova writes them.
+
+Used by ``nova-cellsched demo``, the functional tests and the benchmarks.
+Schemas come from nova's own alembic migrations; rows are shaped like the
+ones nova's objects write (``Instance.create``): an ``instances`` row, an
+``instance_extra`` row whose ``flavor`` is the JSON of a ``Flavor``
+object, an ``instance_info_caches`` row holding a ``NetworkInfo`` JSON,
+``instance_system_metadata`` image properties, ``instance_metadata``, and
+the ``instance_mappings`` row in the API database. They are written with
+bulk inserts, so thousands of instances take seconds, not hours.
+"""
+
+import dataclasses
+import datetime
+import os
+import random
+import uuid as uuid_lib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from alembic import command as alembic_command
+from alembic import config as alembic_config
+from nova.compute import power_state
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.db.api import models as api_models
+from nova.db.main import models as main_models
+from nova.network import model as network_model
+from nova import objects
+from oslo_serialization import jsonutils
+import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
+FLAVORS = (
+    ('m1.tiny', 1, 512, 1), ('m1.small', 1, 2048, 20),
+    ('m1.medium', 2, 4096, 40), ('m1.large', 4, 8192, 80),
+    ('m1.xlarge', 8, 16384, 160),
+)
+VM_STATES = (
+    # (vm_state, task_state, power_state, weight)
+    (vm_states.ACTIVE, None, power_state.RUNNING, 80),
+    (vm_states.STOPPED, None, power_state.SHUTDOWN, 10),
+    (vm_states.ACTIVE, task_states.REBOOTING, power_state.RUNNING, 2),
+    (vm_states.SHELVED_OFFLOADED, None, power_state.SHUTDOWN, 3),
+    (vm_states.PAUSED, None, power_state.PAUSED, 2),
+    (vm_states.ERROR, None, power_state.NOSTATE, 3),
+)
+
+
+def create_database(server_url: str, name: str) -> str:
+    """Create database *name* on the server; return its URL.
+
+    For SQLite *server_url* is a directory and the database a file in it.
+    """
+    url = sa_url.make_url(server_url)
+    backend = url.get_backend_name()
+    if backend == 'sqlite':
+        directory = url.database or '.'
+        os.makedirs(directory, exist_ok=True)
+        return 'sqlite:///%s' % os.path.join(os.path.abspath(directory),
+                                            name + '.db')
+    engine = sa.create_engine(url, isolation_level='AUTOCOMMIT')
+    try:
+        with engine.connect() as conn:
+            if backend == 'mysql':
+                conn.execute(sa.text(
+                    'CREATE DATABASE IF NOT EXISTS `%s` '
+                    'CHARACTER SET utf8mb4' % name))
+            elif backend == 'postgresql':
+                exists = conn.execute(sa.text(
+                    'SELECT 1 FROM pg_database WHERE datname = :n'),
+                    {'n': name}).first()
+                if not exists:
+                    conn.execute(sa.text('CREATE DATABASE "%s"' % name))
+            else:
+                raise ValueError('unsupported database server %s' % backend)
+    finally:
+        engine.dispose()
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(database_url: str) -> None:
+    """Drop the database of *database_url* (delete a SQLite file)."""
+    url = sa_url.make_url(database_url)
+    backend = url.get_backend_name()
+    if backend == 'sqlite':
+        if url.database and os.path.exists(url.database):
+            os.unlink(url.database)
+        return
+    name = url.database
+    server = url.set(database='postgres' if backend == 'postgresql' else '')
+    engine = sa.create_engine(server, isolation_level='AUTOCOMMIT')
+    try:
+        with engine.connect() as conn:
+            if backend == 'mysql':
+                conn.execute(sa.text('DROP DATABASE IF EXISTS `%s`' % name))
+            else:
+                conn.execute(sa.text(
+                    'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % name))
+    finally:
+        engine.dispose()
+
+
+def apply_schema(database_url: str, database: str = 'main') -> None:
+    """Migrate *database_url* to nova's latest ``main`` or ``api`` schema.
+
+    Runs nova's own alembic migrations, as ``nova-manage db sync`` does.
+    """
+    import nova.db
+
+    ini = os.path.join(os.path.dirname(nova.db.__file__), database,
+                       'alembic.ini')
+    config = alembic_config.Config(ini)
+    config.attributes['configure_logger'] = False
+    config.set_main_option('sqlalchemy.url',
+                           database_url.replace('%', '%%'))
+    engine = sa.create_engine(database_url)
+    try:
+        with engine.begin() as connection:
+            config.attributes['connection'] = connection
+            alembic_command.upgrade(config, 'head')
+    finally:
+        engine.dispose()
+
+
+def has_schema(database_url: str) -> bool:
+    """True when the database already has nova's tables."""
+    engine = sa.create_engine(database_url)
+    try:
+        return sa.inspect(engine).has_table('alembic_version')
+    except sa.exc.OperationalError:
+        return False
+    finally:
+        engine.dispose()
+
+
+def register_cell(api_url: str, name: str, database_url: str,
+                  cell_uuid: str | None = None,
+                  transport_url: str = 'fake://',
+                  disabled: bool = False) -> tuple[int, str]:
+    """Add (or find) a cell mapping; return its ``(id, uuid)``."""
+    table = api_models.CellMapping.__table__
+    engine = sa.create_engine(api_url)
+    try:
+        with engine.begin() as conn:
+            row = conn.execute(sa.select(table.c.id, table.c.uuid).where(
+                table.c.name == name)).first()
+            if row is not None:
+                return int(row[0]), str(row[1])
+            cell_uuid = cell_uuid or str(uuid_lib.uuid4())
+            result = conn.execute(table.insert().values(
+                uuid=cell_uuid, name=name, transport_url=transport_url,
+                database_connection=database_url, disabled=disabled,
+                created_at=datetime.datetime.utcnow()))
+            return int(result.inserted_primary_key[0]), cell_uuid
+    finally:
+        engine.dispose()
+
+
+@dataclasses.dataclass(frozen=True)
+class Population:
+    """How to fill one cell.
+
+    :ivar instances: live instances.
+    :ivar deleted_per_instance: soft-deleted rows per live one (clouds
+        that churn carry many more deleted than live rows).
+    :ivar projects: project ids the instances are spread over.
+    :ivar users_per_project: users in each project.
+    :ivar hosts: compute hosts of the cell.
+    :ivar error_only: every instance in ERROR without a host (cell0).
+    """
+
+    instances: int
+    deleted_per_instance: int = 0
+    projects: Sequence[str] = ()
+    users_per_project: int = 3
+    hosts: int = 20
+    error_only: bool = False
+    metadata_keys: int = 3
+    networks: int = 1
+
+
+def project_ids(count: int, seed: int = 0) -> list[str]:
+    """*count* keystone-style project ids (32 hex digits), reproducible."""
+    rng = random.Random(seed)
+    return [uuid_lib.UUID(int=rng.getrandbits(128), version=4).hex
+            for _ in range(count)]
+
+
+def _flavor_json(name: str, vcpus: int, memory_mb: int, root_gb: int,
+                 flavor_id: int) -> str:
+    objects.register_all()
+    flavor = objects.Flavor(
+        id=flavor_id, flavorid=str(flavor_id), name=name, vcpus=vcpus,
+        memory_mb=memory_mb, root_gb=root_gb, ephemeral_gb=0, swap=0,
+        rxtx_factor=1.0, vcpu_weight=0, disabled=False, is_public=True,
+        extra_specs={'hw:cpu_policy': 'shared'}, description=None,
+        created_at=None, updated_at=None, deleted_at=None, deleted=False)
+    return str(jsonutils.dumps({'cur': flavor.obj_to_primitive(),
+                                'old': None, 'new': None}))
+
+
+def _network_info_json(rng: random.Random, networks: int) -> str:
+    vifs = []
+    for index in range(networks):
+        octets = (10, rng.randrange(256), rng.randrange(256),
+                  rng.randrange(2, 254))
+        address = '.'.join(map(str, octets))
+        subnet_v4 = network_model.Subnet(
+            cidr='%d.%d.%d.0/24' % octets[:3],
+            gateway=network_model.IP(address='%d.%d.%d.1' % octets[:3],
+                                     type='gateway'),
+            dns=[network_model.IP(address='10.0.0.2', type='dns')],
+            ips=[network_model.FixedIP(
+                address=address,
+                floating_ips=[network_model.IP(
+                    address='188.184.%d.%d' % (rng.randrange(256),
+                                               rng.randrange(1, 255)),
+                    type='floating')] if rng.random() < 0.2 else [])],
+            routes=[], version=4)
+        subnet_v6 = network_model.Subnet(
+            cidr='2001:db8:%x::/64' % rng.randrange(65536),
+            gateway=network_model.IP(address='2001:db8::1', type='gateway'),
+            ips=[network_model.FixedIP(
+                address='2001:db8:%x::%x' % (rng.randrange(65536),
+                                              rng.randrange(1, 65536)))],
+            routes=[], version=6)
+        network = network_model.Network(
+            id=str(uuid_lib.UUID(int=rng.getrandbits(128), version=4)),
+            bridge='br-int', label='net%d' % index,
+            subnets=[subnet_v4, subnet_v6], meta={'mtu': 1450},
+            tenant_id=None)
+        vifs.append(network_model.VIF(
+            id=str(uuid_lib.UUID(int=rng.getrandbits(128), version=4)),
+            address='fa:16:3e:%02x:%02x:%02x' % (
+                rng.randrange(256), rng.randrange(256), rng.randrange(256)),
+            network=network, type='ovs', devname='tap%08x' % rng.getrandbits(
+                32), ovs_interfaceid=None, details={'port_filter': True},
+            active=True, vnic_type='normal', profile={},
+            preserve_on_delete=False))
+    return str(network_model.NetworkInfo(vifs).json())
+
+
+def _weighted_state(rng: random.Random) -> tuple[str, str | None, int]:
+    total = sum(w for *_, w in VM_STATES)
+    pick = rng.uniform(0, total)
+    for vm_state, task_state, power, weight in VM_STATES:
+        pick -= weight
+        if pick <= 0:
+            return vm_state, task_state, power
+    return VM_STATES[0][:3]
+
+
+def generate(cell_name: str, population: Population, seed: int,
+             start: datetime.datetime
+             ) -> Iterator[dict[str, Any]]:
+    """Yield one dict of table rows per instance (live then deleted)."""
+    rng = random.Random('%s/%d' % (cell_name, seed))
+    projects = list(population.projects) or project_ids(10, seed)
+    flavor_json = [_flavor_json(n, v, m, r, i + 1)
+                   for i, (n, v, m, r) in enumerate(FLAVORS)]
+    total = population.instances * (1 + population.deleted_per_instance)
+    for index in range(total):
+        deleted = index >= population.instances
+        project = rng.choice(projects)
+        user = '%s-user%d' % (project[:8],
+                              rng.randrange(population.users_per_project))
+        uuid = str(uuid_lib.UUID(int=rng.getrandbits(128), version=4))
+        created = start + datetime.timedelta(
+            seconds=rng.randrange(0, 3 * 365 * 86400))
+        updated = created + datetime.timedelta(seconds=rng.randrange(86400))
+        flavor_index = rng.randrange(len(FLAVORS))
+        name, vcpus, memory_mb, root_gb = FLAVORS[flavor_index]
+        if population.error_only:
+            vm_state, task_state, power = (vm_states.ERROR, None,
+                                           power_state.NOSTATE)
+            host = node = None
+            launched = None
+        else:
+            vm_state, task_state, power = _weighted_state(rng)
+            host = '%s-compute%03d' % (cell_name,
+                                       rng.randrange(population.hosts))
+            node = host + '.example.org'
+            launched = created + datetime.timedelta(seconds=40)
+        image = str(uuid_lib.UUID(int=rng.getrandbits(128), version=4))
+        display_name = 'vm-%s-%05d' % (cell_name, index)
+        instance = {
+            'uuid': uuid, 'user_id': user, 'project_id': project,
+            'image_ref': image, 'kernel_id': '', 'ramdisk_id': '',
+            'hostname': display_name, 'launch_index': 0,
+            'key_name': 'key-%s' % user, 'key_data': 'ssh-ed25519 AAAA',
+            'power_state': power, 'vm_state': vm_state,
+            'task_state': task_state, 'memory_mb': memory_mb,
+            'vcpus': vcpus, 'root_gb': root_gb, 'ephemeral_gb': 0,
+            'host': host, 'node': node, 'instance_type_id': flavor_index + 1,
+            'user_data': None,
+            'reservation_id': 'r-%08x' % rng.getrandbits(32),
+            'launched_at': launched, 'terminated_at': None,
+            'availability_zone': 'nova' if host else None,
+            'display_name': display_name, 'display_description': None,
+            'launched_on': host, 'locked': False, 'locked_by': None,
+            'os_type': None, 'architecture': None, 'vm_mode': None,
+            'root_device_name': '/dev/vda', 'default_ephemeral_device': None,
+            'default_swap_device': None, 'config_drive': '',
+            'access_ip_v4': None, 'access_ip_v6': None,
+            'auto_disk_config': False, 'progress': 0,
+            'shutdown_terminate': False, 'disable_terminate': False,
+            'cell_name': None, 'cleaned': 0, 'hidden': False,
+            'created_at': created, 'updated_at': updated,
+            'deleted_at': None, 'deleted': 0,
+        }
+        if deleted:
+            instance.update(vm_state=vm_states.DELETED, task_state=None,
+                            power_state=power_state.NOSTATE,
+                            terminated_at=updated, deleted_at=updated,
+                            cleaned=1)
+        yield {
+            'instances': instance,
+            'instance_extra': {
+                'instance_uuid': uuid, 'device_metadata': None,
+                'numa_topology': None, 'pci_requests': '[]',
+                'flavor': flavor_json[flavor_index], 'vcpu_model': None,
+                'migration_context': None, 'keypairs': jsonutils.dumps({
+                    'nova_object.name': 'KeyPairList', 'nova_object.data': {
+                        'objects': []}, 'nova_object.version': '1.3',
+                    'nova_object.namespace': 'nova'}),
+                'trusted_certs': None, 'resources': None,
+                'created_at': created, 'updated_at': None,
+                'deleted_at': updated if deleted else None, 'deleted': 0},
+            'instance_info_caches': {
+                'instance_uuid': uuid,
+                'network_info': (_network_info_json(rng, population.networks)
+                                 if host else '[]'),
+                'created_at': created, 'updated_at': updated,
+                'deleted_at': updated if deleted else None, 'deleted': 0},
+            'instance_system_metadata': [
+                {'instance_uuid': uuid, 'key': key, 'value': value,
+                 'created_at': created, 'deleted': 0}
+                for key, value in (
+                    ('image_base_image_ref', image),
+                    ('image_disk_format', 'qcow2'),
+                    ('image_container_format', 'bare'),
+                    ('image_min_disk', str(root_gb)),
+                    ('image_min_ram', '0'),
+                    ('image_hw_rng_model', 'virtio'),
+                    ('boot_roles', 'member,reader'),
+                    ('owner_project_name', 'project-%s' % project[:8]),
+                    ('owner_user_name', user))],
+            'instance_metadata': [
+                {'instance_uuid': uuid, 'key': 'key%d' % k,
+                 'value': 'value-%d-%d' % (k, rng.randrange(1000)),
+                 'created_at': created, 'deleted': 0}
+                for k in range(rng.randrange(population.metadata_keys + 1))],
+            'mapping': (uuid, project, user, deleted),
+        }
+
+
+def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
+              cell_name: str, population: Population, seed: int = 0,
+              start: datetime.datetime | None = None,
+              progress: Callable[[int, int], None] | None = None,
+              chunk: int = 500) -> int:
+    """Insert *population* into the cell database (and its mappings).
+
+    :returns: the number of instance rows written (deleted included).
+    """
+    start = start or datetime.datetime(2023, 1, 1)
+    tables = main_models.BASE.metadata.tables
+    mappings = api_models.InstanceMapping.__table__
+    cell_engine = sa.create_engine(cell_url)
+    api_engine = sa.create_engine(api_url) if api_url else None
+    total = population.instances * (1 + population.deleted_per_instance)
+    written = 0
+    try:
+        batch: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            nonlocal written
+            if not batch:
+                return
+            with cell_engine.begin() as conn:
+                for name in ('instances', 'instance_extra',
+                             'instance_info_caches'):
+                    conn.execute(tables[name].insert(),
+                                 [b[name] for b in batch])
+                for name in ('instance_system_metadata',
+                             'instance_metadata'):
+                    rows = [r for b in batch for r in b[name]]
+                    if rows:
+                        conn.execute(tables[name].insert(), rows)
+                # nova soft-deletes by setting deleted to the row's id.
+                for name in ('instances', 'instance_extra',
+                             'instance_info_caches'):
+                    table = tables[name]
+                    conn.execute(table.update().where(
+                        table.c.deleted == 0,
+                        table.c.deleted_at.is_not(None)).values(
+                        deleted=table.c.id))
+            if api_engine is not None:
+                with api_engine.begin() as conn:
+                    conn.execute(mappings.insert(), [
+                        {'instance_uuid': u, 'cell_id': cell_id,
+                         'project_id': p, 'user_id': us,
+                         'queued_for_delete': d, 'created_at': start}
+                        for u, p, us, d in (b['mapping'] for b in batch)])
+            written += len(batch)
+            batch.clear()
+            if progress is not None:
+                progress(written, total)
+
+        for rows in generate(cell_name, population, seed, start):
+            batch.append(rows)
+            if len(batch) >= chunk:
+                flush()
+        flush()
+    finally:
+        cell_engine.dispose()
+        if api_engine is not None:
+            api_engine.dispose()
+    return written
+
+
+def count_instances(cell_url: str) -> int:
+    """Number of instance rows in a cell database (deleted included)."""
+    engine = sa.create_engine(cell_url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(
+                main_models.Instance.__table__)).scalar_one())
+    finally:
+        engine.dispose()

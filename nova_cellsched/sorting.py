@@ -1,0 +1,173 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Sort order of a cross-cell listing, and the merge of sorted cell runs.
+
+Pure Python. The order is nova's (``InstanceSortContext``): by default
+``created_at desc, id desc``, and ``uuid asc`` appended as the final tie
+breaker unless uuid is already a key, so that an order striped across
+cell databases is total and pagination is repeatable.
+
+NULL sorts as the cell databases sort it: MySQL/MariaDB and SQLite put
+NULL before every value, so first in ascending and last in descending
+order. (PostgreSQL orders the other way by default; the query adapter
+asks it for ``NULLS FIRST``/``NULLS LAST`` so all three agree.) nova's own
+merge compares the raw values and raises TypeError on a NULL.
+
+The merge is :func:`heapq.merge` with a key function: no comparison
+wrapper per record and no cmp emulation; only descending keys are wrapped
+in :class:`Descending`, a two-method reversing box.
+"""
+
+import dataclasses
+import heapq
+import itertools
+from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from nova_cellsched.exception import InvalidListRequest
+
+ASC = 'asc'
+DESC = 'desc'
+DIRECTIONS = (ASC, DESC)
+DEFAULT_KEYS = ('created_at', 'id')
+DEFAULT_DIRS = (DESC, DESC)
+TIE_BREAKER = 'uuid'
+
+R = TypeVar('R')
+Row = Mapping[str, Any]
+
+
+class Descending:
+    """Box that reverses the order of the value it holds."""
+
+    __slots__ = ('value',)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __lt__(self, other: 'Descending') -> bool:
+        return bool(other.value < self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Descending) and self.value == other.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return 'Descending(%r)' % (self.value,)
+
+
+@dataclasses.dataclass(frozen=True)
+class SortSpec:
+    """Sort keys and their directions, normalised as nova does."""
+
+    keys: tuple[str, ...]
+    dirs: tuple[str, ...]
+
+    @classmethod
+    def build(cls, sort_keys: Sequence[str] | None = None,
+              sort_dirs: Sequence[str] | None = None,
+              allowed: Collection[str] | None = None) -> 'SortSpec':
+        """Validate and normalise like nova's API and InstanceSortContext.
+
+        * no keys: ``created_at desc, id desc``;
+        * keys without directions are sorted ascending, and fewer
+          directions than keys repeat the first one: the order nova's
+          cell queries produce (``InstanceSortContext`` appends ``asc``
+          for uuid, which ``process_sort_params`` then uses for the
+          keys that have no direction);
+        * ``uuid asc`` is appended when uuid is not a key.
+
+        :param allowed: the sort keys accepted from a caller (nova's API
+            whitelist); None accepts any key.
+        :raises InvalidListRequest: unknown key or direction, more
+            directions than keys, or a repeated key.
+        """
+        keys = list(sort_keys or ())
+        dirs = [d.lower() for d in (sort_dirs or ())]
+        for key in keys:
+            if allowed is not None and key not in allowed:
+                raise InvalidListRequest(
+                    'sort key', key, 'one of %s' % ', '.join(
+                        sorted(allowed)))
+        for direction in dirs:
+            if direction not in DIRECTIONS:
+                raise InvalidListRequest('sort direction', direction,
+                                         "'asc' or 'desc'")
+        if len(dirs) > len(keys):
+            raise InvalidListRequest(
+                'sort directions', ','.join(dirs),
+                'at most one direction per sort key (%d keys)' % len(keys))
+        if len(set(keys)) != len(keys):
+            raise InvalidListRequest('sort keys', ','.join(keys),
+                                     'each key at most once')
+        if not keys:
+            keys, dirs = list(DEFAULT_KEYS), list(DEFAULT_DIRS)
+        default_dir = dirs[0] if dirs else ASC
+        dirs += [default_dir] * (len(keys) - len(dirs))
+        if TIE_BREAKER not in keys:
+            keys.append(TIE_BREAKER)
+            dirs.append(ASC)
+        return cls(tuple(keys), tuple(dirs))
+
+    def key_function(self) -> Callable[[Row], tuple[Any, ...]]:
+        """Return ``key(row)`` giving the row's place in this order.
+
+        A NULL value sorts before every other value of its column in
+        ascending order and after them in descending order.
+        """
+        getters = []
+        for name, direction in zip(self.keys, self.dirs):
+            getters.append((name, direction == DESC))
+
+        def key(row: Row) -> tuple[Any, ...]:
+            parts: list[Any] = []
+            for name, descending in getters:
+                value = row[name]
+                part = (False, 0) if value is None else (True, value)
+                parts.append(Descending(part) if descending else part)
+            return tuple(parts)
+
+        return key
+
+    def values_of(self, row: Row) -> tuple[Any, ...]:
+        """The row's sort key values, in key order."""
+        return tuple(row[k] for k in self.keys)
+
+
+def merge(runs: Iterable[Iterable[R]], key: Callable[[R], Any],
+          limit: int | None = None) -> Iterator[R]:
+    """Merge runs already sorted by *key* into one sorted stream.
+
+    The runs are consumed lazily; at most *limit* records are produced.
+    Records with equal keys keep the order of their runs (stable).
+    """
+    merged = heapq.merge(*runs, key=key)
+    return merged if limit is None else itertools.islice(merged, limit)
+
+
+def parse_sort_argument(text: str) -> tuple[str, str | None]:
+    """Parse ``key`` or ``key:dir`` from the command line."""
+    key, sep, direction = text.partition(':')
+    key = key.strip()
+    if not key:
+        raise InvalidListRequest('sort', text, "'key' or 'key:asc|desc'")
+    if not sep:
+        return key, None
+    direction = direction.strip().lower()
+    if direction not in DIRECTIONS:
+        raise InvalidListRequest('sort direction', direction,
+                                 "'asc' or 'desc' after the ':' in %r"
+                                 % text)
+    return key, direction

@@ -1,0 +1,288 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Where the time of a listing goes: spans, summaries and traces.
+
+Pure Python. A :class:`Recorder` collects :class:`Span` values from every
+thread of a listing, measured with one monotonic clock
+(:func:`time.perf_counter`) from one origin. :func:`summarize` turns them
+into an immutable :class:`Timings` snapshot, shaped like the 2018
+multi-cell listing report: total = gather + merge + view, plus one row
+per cell. The snapshot renders as a table (:func:`format_table`), as a
+JSON-able dict (:meth:`Timings.as_dict`) and as a Chrome trace-event
+file that Perfetto and chrome://tracing load (:func:`chrome_trace`).
+
+Span names used by the lister:
+
+============  =======================  =================================
+name          thread                   what
+============  =======================  =================================
+``wait``      worker                   submitted until a worker ran it
+``connect``   worker                   checking out a DB connection
+``execute``   worker                   sending the query, first result
+``fetch``     worker                   reading the rows
+``gather``    caller                   first batch of every cell
+``refetch``   caller                   waiting for a further batch
+``merge``     caller                   heap merge, refetch included
+``details``   caller                   joined data of surviving rows
+``view``      caller                   building the output records
+============  =======================  =================================
+"""
+
+import collections
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+WORKER_PHASES = ('wait', 'connect', 'execute', 'fetch')
+CALLER_PHASES = ('gather', 'refetch', 'merge', 'details', 'view')
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """One timed phase. Times are seconds since the recorder's origin."""
+
+    name: str
+    start: float
+    end: float
+    thread_id: int
+    thread_name: str
+    cell: str | None = None
+    args: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.end - self.start)
+
+
+class Recorder:
+    """Collect spans from any thread; cheap enough for every listing."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter
+                 ) -> None:
+        self._clock = clock
+        self.origin = clock()
+        self._spans: list[Span] = []
+        self._lock = threading.Lock()
+
+    def now(self) -> float:
+        """Seconds since the origin."""
+        return self._clock() - self.origin
+
+    def add(self, name: str, start: float, end: float,
+            cell: str | None = None, **args: Any) -> None:
+        """Record a span measured by the caller (times from :meth:`now`)."""
+        thread = threading.current_thread()
+        span = Span(name, start, end, thread.ident or 0, thread.name, cell,
+                    args)
+        with self._lock:
+            self._spans.append(span)
+
+    @contextlib.contextmanager
+    def span(self, name: str, cell: str | None = None,
+             **args: Any) -> Iterator[dict[str, Any]]:
+        """Time the body; the yielded dict adds arguments to the span."""
+        extra: dict[str, Any] = dict(args)
+        start = self.now()
+        try:
+            yield extra
+        finally:
+            self.add(name, start, self.now(), cell, **extra)
+
+    def spans(self) -> tuple[Span, ...]:
+        """The spans recorded so far, in start order."""
+        with self._lock:
+            return tuple(sorted(self._spans, key=lambda s: s.start))
+
+
+@dataclasses.dataclass(frozen=True)
+class CellTiming:
+    """Time spent for one cell, summed over its batches."""
+
+    cell_uuid: str
+    cell_name: str | None
+    status: str
+    rows: int
+    batches: int
+    wait: float
+    connect: float
+    execute: float
+    fetch: float
+    error: str | None = None
+
+    @property
+    def query(self) -> float:
+        """connect + execute + fetch: the time the database cost."""
+        return self.connect + self.execute + self.fetch
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'name': self.cell_name, 'uuid': self.cell_uuid,
+                'status': self.status, 'error': self.error,
+                'rows': self.rows, 'batches': self.batches,
+                'seconds': {'wait': self.wait, 'connect': self.connect,
+                            'execute': self.execute, 'fetch': self.fetch,
+                            'query': self.query}}
+
+
+@dataclasses.dataclass(frozen=True)
+class Timings:
+    """Immutable summary of one listing.
+
+    ``gather`` is the caller's wait for the databases (first batches,
+    refetches, joined details); ``merge`` the heap merge without the
+    refetch waits; ``view`` building the records; ``total`` the wall time
+    of the whole call, so ``total >= gather + merge + view``.
+    """
+
+    total: float
+    gather: float
+    merge: float
+    view: float
+    details: float
+    cells: tuple[CellTiming, ...]
+    spans: tuple[Span, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form, as written by ``--stats``."""
+        return {'seconds': {'total': self.total, 'gather': self.gather,
+                            'merge': self.merge, 'view': self.view,
+                            'details': self.details},
+                'cells': [c.as_dict() for c in self.cells]}
+
+
+def summarize(spans: Sequence[Span], total: float,
+              cells: Mapping[str, str | None],
+              status: Mapping[str, tuple[str, str | None]]) -> Timings:
+    """Build :class:`Timings` from the spans of one listing.
+
+    :param cells: cell uuid -> name, for every cell queried.
+    :param status: cell uuid -> (status, error text or None).
+    """
+    caller: dict[str, float] = collections.defaultdict(float)
+    per_cell: dict[str, dict[str, float]] = {
+        uuid: collections.defaultdict(float) for uuid in cells}
+    rows: dict[str, int] = collections.defaultdict(int)
+    batches: dict[str, int] = collections.defaultdict(int)
+    for span in spans:
+        if span.name in CALLER_PHASES:
+            caller[span.name] += span.duration
+        elif span.cell in per_cell and span.name in WORKER_PHASES:
+            per_cell[span.cell][span.name] += span.duration
+            if span.name == 'fetch':
+                rows[span.cell] += int(span.args.get('rows', 0))
+                batches[span.cell] += 1
+    gather = caller['gather'] + caller['refetch'] + caller['details']
+    merge = max(0.0, caller['merge'] - caller['refetch'])
+    cell_timings = tuple(
+        CellTiming(uuid, name, status.get(uuid, ('ok', None))[0],
+                   rows[uuid], batches[uuid],
+                   per_cell[uuid]['wait'], per_cell[uuid]['connect'],
+                   per_cell[uuid]['execute'], per_cell[uuid]['fetch'],
+                   status.get(uuid, ('ok', None))[1])
+        for uuid, name in sorted(cells.items(),
+                                 key=lambda kv: (kv[1] or '', kv[0])))
+    return Timings(total=total, gather=gather, merge=merge,
+                   view=caller['view'], details=caller['details'],
+                   cells=cell_timings, spans=tuple(spans))
+
+
+def format_table(timings: Timings) -> str:
+    """The summary as text tables: the 2018 columns, then one row a cell.
+
+    Times in milliseconds.
+    """
+    import prettytable
+
+    def ms(seconds: float) -> str:
+        return '%.1f' % (seconds * 1000.0)
+
+    head = prettytable.PrettyTable(
+        ['Total ms', 'Gather ms', 'Merge ms', 'View ms', 'Cells',
+         'Rows fetched'])
+    head.add_row([ms(timings.total), ms(timings.gather),
+                  ms(timings.merge), ms(timings.view), len(timings.cells),
+                  sum(c.rows for c in timings.cells)])
+    body = prettytable.PrettyTable(
+        ['Cell', 'Status', 'Rows', 'Batches', 'Wait ms', 'Connect ms',
+         'Execute ms', 'Fetch ms', 'Error'])
+    body.align['Cell'] = 'l'
+    body.align['Error'] = 'l'
+    for cell in timings.cells:
+        body.add_row([cell.cell_name or cell.cell_uuid, cell.status,
+                      cell.rows, cell.batches, ms(cell.wait),
+                      ms(cell.connect), ms(cell.execute), ms(cell.fetch),
+                      cell.error or ''])
+    return '%s\n%s' % (head.get_string(), body.get_string())
+
+
+def log_lines(timings: Timings) -> list[tuple[str, dict[str, Any]]]:
+    """``(format, args)`` pairs for lazy logging of the summary."""
+    lines: list[tuple[str, dict[str, Any]]] = [(
+        'Listed %(cells)d cell(s) in %(total).3fs: gather %(gather).3fs, '
+        'merge %(merge).3fs, view %(view).3fs',
+        {'cells': len(timings.cells), 'total': timings.total,
+         'gather': timings.gather, 'merge': timings.merge,
+         'view': timings.view})]
+    for cell in timings.cells:
+        lines.append((
+            'Cell %(cell)s: %(status)s, %(rows)d row(s) in %(batches)d '
+            'batch(es), wait %(wait).3fs, connect %(connect).3fs, execute '
+            '%(execute).3fs, fetch %(fetch).3fs%(error)s',
+            {'cell': cell.cell_name or cell.cell_uuid,
+             'status': cell.status, 'rows': cell.rows,
+             'batches': cell.batches, 'wait': cell.wait,
+             'connect': cell.connect, 'execute': cell.execute,
+             'fetch': cell.fetch,
+             'error': ': %s' % cell.error if cell.error else ''}))
+    return lines
+
+
+def chrome_trace(timings: Timings,
+                 process_name: str = 'nova-cellsched list') -> dict[str, Any]:
+    """Chrome trace-event JSON (Perfetto, chrome://tracing).
+
+    One track per thread (named after the thread), complete events
+    (``"ph": "X"``) named ``<phase>`` or ``<phase> <cell>``, times in
+    microseconds from the start of the listing.
+    """
+    pid = os.getpid()
+    names = {c.cell_uuid: c.cell_name or c.cell_uuid for c in timings.cells}
+    events: list[dict[str, Any]] = [{
+        'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
+        'args': {'name': process_name}}]
+    threads: dict[int, str] = {}
+    for span in timings.spans:
+        threads.setdefault(span.thread_id, span.thread_name)
+        args = {k: v if isinstance(v, (int, float, str, bool)) or v is None
+                else str(v) for k, v in span.args.items()}
+        if span.cell is not None:
+            args.setdefault('cell_uuid', span.cell)
+        events.append({
+            'name': ('%s %s' % (span.name, names.get(span.cell, span.cell))
+                     if span.cell else span.name),
+            'cat': 'cell' if span.cell else 'listing',
+            'ph': 'X', 'pid': pid, 'tid': span.thread_id,
+            'ts': round(span.start * 1e6, 3),
+            'dur': round(span.duration * 1e6, 3),
+            'args': args})
+    for tid, name in threads.items():
+        events.append({'name': 'thread_name', 'ph': 'M', 'pid': pid,
+                       'tid': tid, 'args': {'name': name}})
+    return {'traceEvents': events, 'displayTimeUnit': 'ms',
+            'otherData': {'total_seconds': timings.total,
+                          'gather_seconds': timings.gather,
+                          'merge_seconds': timings.merge,
+                          'view_seconds': timings.view}}
