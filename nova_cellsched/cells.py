@@ -22,6 +22,7 @@ from typing import Any
 import nova.conf
 from nova import context as nova_context
 from nova import objects
+from oslo_config import cfg
 from oslo_messaging import opts as messaging_opts
 from sqlalchemy.engine import url as sa_url
 
@@ -51,8 +52,13 @@ def register_messaging_opts() -> None:
     """
     conf = nova.conf.CONF
     for group, opts in messaging_opts.list_opts():
-        if group is None:
-            conf.register_opts(opts)
+        if group is not None:
+            continue
+        for opt in opts:
+            try:
+                conf.register_opt(opt)
+            except cfg.DuplicateOptError:
+                pass  # registered by nova already, maybe with its default
 
 
 def load_cell_mappings(context: Any = None) -> list[Any]:

@@ -70,7 +70,21 @@ class Outcome(Generic[R]):
         """One line for humans: the exception type and message."""
         if self.error is None:
             return None
-        return '%s: %s' % (type(self.error).__name__, self.error)
+        return describe_error(self.error)
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` on one line.
+
+    A database library error that wraps the driver's (SQLAlchemy's
+    ``DBAPIError.orig``) is described by the driver's, without the SQL
+    text that SQLAlchemy appends.
+    """
+    inner = getattr(error, 'orig', None)
+    if isinstance(inner, BaseException):
+        error = inner
+    lines = str(error).strip().splitlines() or ['']
+    return '%s: %s' % (type(error).__name__, lines[0])
 
 
 class Deadline:

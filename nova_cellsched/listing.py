@@ -155,7 +155,8 @@ class CellFailure:
     error: BaseException
 
     def describe(self) -> str:
-        return '%s: %s' % (type(self.error).__name__, self.error)
+        """``Type: message`` on one line."""
+        return gather.describe_error(self.error)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +198,7 @@ def select_cells(context: Any, wanted: Sequence[Any] | None = None
     :raises InvalidListRequest: a name or uuid matching no cell, or a
         name matching several.
     """
+    objects.register_all()
     if wanted is not None and all(
             isinstance(w, objects.CellMapping) for w in wanted):
         mappings = list(wanted)
@@ -391,9 +393,10 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
                     else cell_timeout)
     engines = engines or default_engines()
 
-    target_cells = select_cells(context, cells)
-    after = (_marker_values(context, marker, spec, engines)
-             if marker else None)
+    with recorder.span('setup'):
+        target_cells = select_cells(context, cells)
+        after = (_marker_values(context, marker, spec, engines)
+                 if marker else None)
     batch_size = nova_instance_list.get_instance_list_cells_batch_size(
         limit, target_cells)
     if limit is not None:

@@ -65,6 +65,11 @@ def conf() -> cfg.ConfigOpts:
     return CONF
 
 
+def masked_api_url() -> str:
+    """``[api_database] connection`` with its password masked."""
+    return cells.mask_url(CONF.api_database.connection)
+
+
 def cell_mappings() -> list[Any]:
     """Every CellMapping of the API database, cell0 included.
 
@@ -73,5 +78,5 @@ def cell_mappings() -> list[Any]:
     try:
         return cells.load_cell_mappings()
     except DB_ERRORS as exc:
-        raise exception.ApiDatabaseUnreachable(
-            cells.mask_url(CONF.api_database.connection), exc) from exc
+        raise exception.ApiDatabaseUnreachable(masked_api_url(),
+                                               exc) from exc

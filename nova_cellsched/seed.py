@@ -434,6 +434,36 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
     return written
 
 
+def map_instances(api_url: str, cell_url: str, cell_id: int,
+                  chunk: int = 2000) -> int:
+    """Write the API ``instance_mappings`` of every instance of a cell."""
+    instances = main_models.Instance.__table__
+    mappings = api_models.InstanceMapping.__table__
+    cell_engine = sa.create_engine(cell_url)
+    api_engine = sa.create_engine(api_url)
+    written = 0
+    try:
+        with cell_engine.connect() as cell_conn:
+            rows = cell_conn.execute(sa.select(
+                instances.c.uuid, instances.c.project_id,
+                instances.c.user_id, instances.c.deleted,
+                instances.c.created_at)).all()
+        for start in range(0, len(rows), chunk):
+            with api_engine.begin() as conn:
+                conn.execute(mappings.insert(), [
+                    {'instance_uuid': uuid, 'cell_id': cell_id,
+                     'project_id': project, 'user_id': user,
+                     'queued_for_delete': bool(deleted),
+                     'created_at': created}
+                    for uuid, project, user, deleted, created
+                    in rows[start:start + chunk]])
+            written += len(rows[start:start + chunk])
+    finally:
+        cell_engine.dispose()
+        api_engine.dispose()
+    return written
+
+
 def count_instances(cell_url: str) -> int:
     """Number of instance rows in a cell database (deleted included)."""
     engine = sa.create_engine(cell_url)

@@ -26,6 +26,7 @@ Span names used by the lister:
 ============  =======================  =================================
 name          thread                   what
 ============  =======================  =================================
+``setup``     caller                   cell mappings and marker lookup
 ``wait``      worker                   submitted until a worker ran it
 ``connect``   worker                   checking out a DB connection
 ``execute``   worker                   sending the query, first result
@@ -48,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 WORKER_PHASES = ('wait', 'connect', 'execute', 'fetch')
-CALLER_PHASES = ('gather', 'refetch', 'merge', 'details', 'view')
+CALLER_PHASES = ('setup', 'gather', 'refetch', 'merge', 'details', 'view')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,13 +142,15 @@ class CellTiming:
 class Timings:
     """Immutable summary of one listing.
 
-    ``gather`` is the caller's wait for the databases (first batches,
-    refetches, joined details); ``merge`` the heap merge without the
-    refetch waits; ``view`` building the records; ``total`` the wall time
-    of the whole call, so ``total >= gather + merge + view``.
+    ``setup`` is reading the cell mappings (and the marker) from the API
+    database; ``gather`` the caller's wait for the cell databases (first
+    batches, refetches, joined details); ``merge`` the heap merge without
+    the refetch waits; ``view`` building the records; ``total`` the wall
+    time of the whole call, so ``total >= setup + gather + merge + view``.
     """
 
     total: float
+    setup: float
     gather: float
     merge: float
     view: float
@@ -157,7 +160,8 @@ class Timings:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form, as written by ``--stats``."""
-        return {'seconds': {'total': self.total, 'gather': self.gather,
+        return {'seconds': {'total': self.total, 'setup': self.setup,
+                            'gather': self.gather,
                             'merge': self.merge, 'view': self.view,
                             'details': self.details},
                 'cells': [c.as_dict() for c in self.cells]}
@@ -194,7 +198,8 @@ def summarize(spans: Sequence[Span], total: float,
                    status.get(uuid, ('ok', None))[1])
         for uuid, name in sorted(cells.items(),
                                  key=lambda kv: (kv[1] or '', kv[0])))
-    return Timings(total=total, gather=gather, merge=merge,
+    return Timings(total=total, setup=caller['setup'], gather=gather,
+                   merge=merge,
                    view=caller['view'], details=caller['details'],
                    cells=cell_timings, spans=tuple(spans))
 
@@ -210,9 +215,9 @@ def format_table(timings: Timings) -> str:
         return '%.1f' % (seconds * 1000.0)
 
     head = prettytable.PrettyTable(
-        ['Total ms', 'Gather ms', 'Merge ms', 'View ms', 'Cells',
-         'Rows fetched'])
-    head.add_row([ms(timings.total), ms(timings.gather),
+        ['Total ms', 'Setup ms', 'Gather ms', 'Merge ms', 'View ms',
+         'Cells', 'Rows fetched'])
+    head.add_row([ms(timings.total), ms(timings.setup), ms(timings.gather),
                   ms(timings.merge), ms(timings.view), len(timings.cells),
                   sum(c.rows for c in timings.cells)])
     body = prettytable.PrettyTable(
@@ -231,9 +236,10 @@ def format_table(timings: Timings) -> str:
 def log_lines(timings: Timings) -> list[tuple[str, dict[str, Any]]]:
     """``(format, args)`` pairs for lazy logging of the summary."""
     lines: list[tuple[str, dict[str, Any]]] = [(
-        'Listed %(cells)d cell(s) in %(total).3fs: gather %(gather).3fs, '
-        'merge %(merge).3fs, view %(view).3fs',
+        'Listed %(cells)d cell(s) in %(total).3fs: setup %(setup).3fs, '
+        'gather %(gather).3fs, merge %(merge).3fs, view %(view).3fs',
         {'cells': len(timings.cells), 'total': timings.total,
+         'setup': timings.setup,
          'gather': timings.gather, 'merge': timings.merge,
          'view': timings.view})]
     for cell in timings.cells:
@@ -283,6 +289,7 @@ def chrome_trace(timings: Timings,
                        'tid': tid, 'args': {'name': name}})
     return {'traceEvents': events, 'displayTimeUnit': 'ms',
             'otherData': {'total_seconds': timings.total,
+                          'setup_seconds': timings.setup,
                           'gather_seconds': timings.gather,
                           'merge_seconds': timings.merge,
                           'view_seconds': timings.view}}

@@ -20,6 +20,8 @@ Commands::
 
     nova-cellsched --config-file /etc/nova/nova.conf check
     nova-cellsched --config-file /etc/nova/nova.conf explain --project P
+    nova-cellsched --config-file /etc/nova/nova.conf list [options]
+    nova-cellsched demo [--cells 10] [--instances 10000] [--dir DIR]
 
 Output is a table by default; ``-f json``, ``-f csv``, ``-f value`` and
 ``-f yaml`` are cliff's formatters.
@@ -29,7 +31,9 @@ Exit codes:
 =====  ==============================================================
 0      success; ``check`` found nothing to fix
 1      ``check`` found problems (unknown or ambiguous cell names,
-       projects without a usable cell, ...); other unexpected errors
+       projects without a usable cell, ...); ``list`` is incomplete
+       (cells failed or timed out: the rest is printed, or nothing in
+       strict mode); other unexpected errors
 2      bad configuration (malformed ``[cellsched]`` options, no
        ``[api_database] connection``) or bad command line input
 3      the nova API database cannot be reached
@@ -41,6 +45,7 @@ shown with its password masked.
 
 import argparse
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
@@ -51,31 +56,17 @@ from cliff import command
 from cliff import commandmanager
 from cliff import lister
 
+from nova_cellsched.cmd.base import CellschedCommandMixin
+from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
 from nova_cellsched import mapping as mapping_mod
 from nova_cellsched import policy as policy_mod
 
 NOISY_LOGGERS = ('nova', 'oslo_service', 'oslo_db', 'oslo.privsep',
-                 'stevedore')
+                 'stevedore', 'alembic')
 CHECK_COLUMNS = ('Cell', 'UUID', 'Role', 'Disabled in nova', 'Database',
                  'Problems')
 EXPLAIN_COLUMNS = ('Cell', 'UUID', 'New servers', 'Why')
-
-
-class CellschedCommandMixin:
-    """Turn :class:`CellschedError` into its message and exit code."""
-
-    app: 'CellschedApp'
-
-    def run(self, parsed_args: argparse.Namespace) -> int:
-        try:
-            self.app.raise_config_error()
-            return int(super().run(parsed_args))  # type: ignore[misc]
-        except exception.CellschedError as exc:
-            if self.app.options.debug:
-                raise
-            self.app.stderr.write('nova-cellsched: error: %s\n' % exc)
-            return exc.exit_code
 
 
 def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
@@ -245,7 +236,7 @@ class CellschedApp(app.App):
                 logging.getLogger(name).setLevel(logging.WARNING)
 
     def initialize_app(self, argv: list[str]) -> None:
-        if not argv or argv[0] in ('help', 'complete'):
+        if not argv or argv[0] in ('help', 'complete', 'demo'):
             return
         from nova_cellsched import nova_setup
 
@@ -278,13 +269,29 @@ def _version() -> str:
 COMMANDS: dict[str, type[command.Command]] = {
     'check': Check,
     'explain': Explain,
+    'list': list_cmd.ListInstances,
+    'demo': list_cmd.Demo,
 }
+
+
+def _use_native_threads() -> None:
+    """Choose nova's native threading mode, once per process."""
+    from nova import monkey_patch
+
+    if monkey_patch.is_patched() or any(
+            type(finder).__name__ == 'PoisonEventletImport'
+            for finder in sys.meta_path):
+        return  # the embedding process chose already
+    os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', '1')
+    if 'eventlet' not in sys.modules:
+        monkey_patch.patch()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nova-cellsched``; return its exit code."""
-    # futurist imports eventlet when it is installed (nova still ships
-    # it); its deprecation warning says nothing to an operator.
+    # Like nova-api and nova-scheduler since 2026.1: native threads, no
+    # eventlet. The lister's workers are real threads.
+    _use_native_threads()
     warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
     cli = CellschedApp()
     try:

@@ -1,0 +1,37 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Base pieces of the ``nova-cellsched`` commands."""
+
+import argparse
+from typing import Any
+
+from nova_cellsched import exception
+
+
+class CellschedCommandMixin:
+    """Turn :class:`CellschedError` into its message and exit code."""
+
+    app: Any
+    #: False for commands that make their own configuration (demo).
+    needs_config = True
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        try:
+            if self.needs_config:
+                self.app.raise_config_error()
+            return int(super().run(parsed_args))  # type: ignore[misc]
+        except exception.CellschedError as exc:
+            if self.app.options.debug:
+                raise
+            self.app.stderr.write('nova-cellsched: error: %s\n' % exc)
+            return exc.exit_code
