@@ -19,9 +19,9 @@ instances and writes a ``nova.conf`` for them, with an example
 database server URL (MariaDB, PostgreSQL) works too.
 """
 
+from collections.abc import Callable
 import dataclasses
 import os
-from collections.abc import Callable
 
 import sqlalchemy as sa
 
