@@ -136,7 +136,7 @@ def where_clauses(filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
     clauses.append(sa.or_(INSTANCES.c.hidden == sa.false(),
                           INSTANCES.c.hidden.is_(None)))
     for name in ('project_id', 'user_id', 'host', 'node', 'image_ref',
-                 'key_name', 'availability_zone'):
+                 'key_name', 'availability_zone', 'instance_type_id'):
         if filters.get(name) is not None:
             clauses.append(_col(name) == filters[name])
     for name in ('uuid', 'vm_state', 'task_state'):

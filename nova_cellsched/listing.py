@@ -93,12 +93,18 @@ def _bool(value: str | bool) -> bool:
     return strutils.bool_from_string(value, strict=True)
 
 
+def _int(value: str | int) -> int:
+    if isinstance(value, bool):
+        raise TypeError('not an integer: %r' % value)
+    return int(value)
+
+
 #: Supported filters and how a text value (command line) is read.
 FILTERS: Mapping[str, Callable[[Any], Any]] = {
     'project_id': _text, 'user_id': _text, 'host': _text, 'node': _text,
     'image_ref': _text, 'key_name': _text, 'availability_zone': _text,
     'uuid': _text_list, 'vm_state': _text_list, 'task_state': _text_list,
-    'display_name': _text,
+    'display_name': _text, 'instance_type_id': _int,
     'changes-since': _time, 'changes-before': _time,
     'deleted': _bool, 'soft_deleted': _bool,
 }
@@ -107,6 +113,10 @@ FILTERS: Mapping[str, Callable[[Any], Any]] = {
 def normalize_filters(filters: Mapping[str, Any] | None
                       ) -> dict[str, Any]:
     """Validate *filters* and convert text values.
+
+    ``deleted`` defaults to False (live instances only); an explicit
+    ``deleted=None`` lists live and deleted instances, as nova's DB API
+    does without the filter.
 
     :raises InvalidListRequest: unknown filter or unreadable value.
     """
@@ -117,6 +127,8 @@ def normalize_filters(filters: Mapping[str, Any] | None
             raise exception.InvalidListRequest(
                 'filter', name, 'one of %s' % ', '.join(sorted(FILTERS)))
         if value is None:
+            if name == 'deleted':
+                out[name] = None
             continue
         try:
             out[name] = reader(value)
