@@ -53,6 +53,7 @@ from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched import instance_query
+from nova_cellsched import profiling
 from nova_cellsched import sorting
 from nova_cellsched import timing
 from nova_cellsched import views
@@ -248,7 +249,8 @@ class _Listing:
                  engines: instance_query.EngineCache,
                  executor: futurist.ThreadPoolExecutor,
                  recorder: timing.Recorder,
-                 deadline: gather.Deadline) -> None:
+                 deadline: gather.Deadline,
+                 trace_info: Mapping[str, Any] | None = None) -> None:
         self.cells = {c.uuid: c for c in cells}
         self.spec = spec
         self.filters = filters
@@ -257,6 +259,7 @@ class _Listing:
         self.executor = executor
         self.recorder = recorder
         self.deadline = deadline
+        self.trace_info = trace_info
         self.columns = views.instance_columns(fields, spec.keys)
         self.key = spec.key_function()
         self.failures: dict[str, gather.Outcome[Any]] = {}
@@ -270,6 +273,7 @@ class _Listing:
               limit: int | None, submitted: float) -> list[dict[str, Any]]:
         """Worker: one batch of *cell*, run to completion here."""
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
+        profiling.join(self.trace_info)
         with self._connect(cell) as conn:
             dialect = conn.dialect.name
             query = instance_query.select_instances(
@@ -297,6 +301,7 @@ class _Listing:
                 submitted: float) -> dict[str, dict[str, Any]]:
         """Worker: joined data of the surviving rows of *cell*."""
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
+        profiling.join(self.trace_info)
         with self._connect(cell) as conn:
             with self.recorder.span('execute', cell.uuid, what='details'):
                 return views.fetch_details(conn, self.fields, uuids)
@@ -383,7 +388,9 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
     """
     started = timeutils.StopWatch()
     started.start()
-    recorder = timing.Recorder()
+    trace_info = profiling.caller_info(CONF)
+    recorder = timing.Recorder(
+        tracer=profiling.trace if trace_info else None)
     group = CONF[conf_mod.GROUP_NAME]
     if limit is not None and (isinstance(limit, bool) or
                               not isinstance(limit, int) or limit < 1):
@@ -419,7 +426,7 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
     executor = futurist.ThreadPoolExecutor(max_workers=workers)
     deadline = gather.Deadline(cell_timeout)
     state = _Listing(target_cells, spec, norm_filters, wanted_fields,
-                     engines, executor, recorder, deadline)
+                     engines, executor, recorder, deadline, trace_info)
     try:
         records = _run(state, after, batch_size, limit)
     finally:

@@ -69,12 +69,21 @@ class Span:
         return max(0.0, self.end - self.start)
 
 
-class Recorder:
-    """Collect spans from any thread; cheap enough for every listing."""
+Tracer = Callable[[str, 'str | None', Mapping[str, Any]],
+                  contextlib.AbstractContextManager[Any]]
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter
-                 ) -> None:
+
+class Recorder:
+    """Collect spans from any thread; cheap enough for every listing.
+
+    :param tracer: optional ``tracer(name, cell, args)`` context manager
+        entered around every :meth:`span` (osprofiler trace points).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter,
+                 tracer: Tracer | None = None) -> None:
         self._clock = clock
+        self._tracer = tracer
         self.origin = clock()
         self._spans: list[Span] = []
         self._lock = threading.Lock()
@@ -99,7 +108,11 @@ class Recorder:
         extra: dict[str, Any] = dict(args)
         start = self.now()
         try:
-            yield extra
+            if self._tracer is None:
+                yield extra
+            else:
+                with self._tracer(name, cell, extra):
+                    yield extra
         finally:
             self.add(name, start, self.now(), cell, **extra)
 
