@@ -26,13 +26,14 @@ quotes it. Repeating a cell merges its projects, repeating a project under
 one cell is harmless: neither changes who may use which cell.
 
 References are normalised so that equal things compare equal: a cell
-reference that is a uuid (any form ``uuid.UUID`` reads, dashed or not)
+reference that is a uuid (32 hex digits, dashed or not, any case)
 becomes the canonical dashed lower case uuid that nova stores, and a
 project id that is a uuid becomes keystone's 32 hex digit form.
 """
 
 import dataclasses
 import functools
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -46,13 +47,18 @@ _EXPECTED_PAIR = ("expected 'cell:project' or 'cell:project;project', "
                   "pairs separated by ','")
 
 
+# Only the two spellings nova and keystone write: 32 hex digits, or the
+# dashed 8-4-4-4-12 form. uuid.UUID() alone also takes '+', '_', braces
+# and stray dashes, which would fold different ids into one.
+_UUID_RE = re.compile(
+    r'[0-9a-f]{8}(-?)[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{4}\1[0-9a-f]{12}',
+    re.ASCII | re.IGNORECASE)
+
+
 def _as_uuid(token: str) -> uuid.UUID | None:
-    if len(token) not in (32, 36) or not token.isascii():
+    if not _UUID_RE.fullmatch(token):
         return None
-    try:
-        return uuid.UUID(token)
-    except ValueError:
-        return None
+    return uuid.UUID(token)
 
 
 def normalize_cell_ref(ref: str) -> str:

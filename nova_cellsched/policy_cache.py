@@ -94,8 +94,13 @@ class PolicyCache:
         """Return the policy for the option values in force now."""
         state = self._state
         raw = self._read_options()
-        if raw != state.raw and raw != self._rejected_raw:
-            state = self._reparse(raw)
+        if raw != state.raw:
+            if raw != self._rejected_raw:
+                state = self._reparse(raw)
+        elif self._rejected_raw is not None:
+            # Back to the value in force: a later return of the rejected
+            # value is a new mistake and is logged again.
+            self._rejected_raw = None
         if state.cells is None:
             # Never loaded, or every load failed so far: try again, but a
             # failing API database is not hammered on every request.
