@@ -99,11 +99,13 @@ class ProjectCellFilter(filters.BaseHostFilter):
 
     def _allowed_cells(self, spec_obj: Any,
                        hosts: list[Any]) -> frozenset[str] | None:
+        policy = self._cache.current()
+        if not policy.restricted:
+            return None
         cell = pinned_cell(spec_obj)
         if cell is not None:
             return frozenset([cell])
-        policy = self._cache.current()
-        if policy.restricted and any(
+        if any(
                 h.cell_uuid not in policy.cells for h in hosts):
             # A cell created since the cache was filled; maybe one the
             # options name.
