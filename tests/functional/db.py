@@ -19,9 +19,9 @@ Every database name carries a random tag and is dropped at cleanup, so
 parallel stestr workers never collide and a rerun starts clean.
 """
 
+from collections.abc import Sequence
 import os
 import uuid
-from collections.abc import Sequence
 
 import fixtures
 import nova.conf

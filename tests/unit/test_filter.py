@@ -1,0 +1,429 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Tests of ProjectCellFilter with nova's real objects and API database.
+
+The cell mappings are real rows of nova's in-memory API database
+(``nova.test.TestCase`` sets it up), read by the filter through
+``nova_cellsched.cells.load_cell_infos``; host states are nova's
+``FakeHostState`` and requests real ``RequestSpec`` objects.
+"""
+
+# nova.tests first: importing it applies nova's eventlet monkey patching,
+# which must happen before the rest of nova (and oslo) is imported.
+from nova.tests.unit.scheduler import fakes  # isort: skip
+
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler import filters as nova_filters
+from nova import test
+from oslo_utils.fixture import uuidsentinel as uuids
+import testscenarios
+
+from nova_cellsched import cells as cells_mod
+from nova_cellsched.exception import InvalidCellsMapping
+from nova_cellsched import filters
+from nova_cellsched import policy_cache
+
+# Keystone style project ids.
+PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
+PROJ_B = '5b1e0a9f2c8d4e8fa1b2c3d4e5f60718'     # dedicated_b
+PROJ_AB = '9a8b7c6d5e4f40312e1d0c9b8a7f6e5d'    # dedicated_a and _b
+UNMAPPED = '1f2e3d4c5b6a47988796a5b4c3d2e1f0'   # named nowhere
+
+CELLS = ('default1', 'default2', 'dedicated_a', 'dedicated_b', 'spare')
+ALL = frozenset(CELLS)
+DEFAULTS = frozenset(['default1', 'default2'])
+
+# default2 is named by uuid: the filter must resolve both forms.
+STD_DEFAULT = ['default1', '{default2}']
+STD_PROJECTS = ('dedicated_a:%(a)s;%(ab)s,dedicated_b:%(b)s;%(ab)s'
+                % {'a': PROJ_A, 'b': PROJ_B, 'ab': PROJ_AB})
+
+
+class FilterTestBase(test.TestCase):
+    """A real API database holding cell0 and the cells of CELLS."""
+
+    # cell0 only: the cells of the tests are created in setUp.
+    NUMBER_OF_CELLS = 0
+
+    def setUp(self):
+        super().setUp()
+        self.ctxt = nova_context.get_admin_context()
+        self.cells = {name: self._create_cell(name) for name in CELLS}
+
+    def _create_cell(self, name, uuid=None, disabled=False):
+        cell = objects.CellMapping(
+            self.ctxt, uuid=uuid or getattr(uuids, name), name=name,
+            transport_url='fake://', database_connection='fake://',
+            disabled=disabled)
+        cell.create()
+        return cell
+
+    def _uuid(self, name):
+        return self.cells[name].uuid
+
+    def _set_options(self, default, projects):
+        """Set the options; '{name}' stands for the uuid of cell name."""
+        uuid_of = {name: cell.uuid for name, cell in self.cells.items()}
+        self.flags(cells_default=[d.format_map(uuid_of) for d in default],
+                   cells_projects=projects.format_map(uuid_of),
+                   group='cellsched')
+
+    def _hosts(self, names=CELLS, per_cell=2):
+        return [fakes.FakeHostState('%s-host%d' % (name, i),
+                                    '%s-node%d' % (name, i),
+                                    {'cell_uuid': self._uuid(name)})
+                for name in names for i in range(per_cell)]
+
+    def _spec(self, project_id, dest=None, cell=None, rebuild=False):
+        spec = objects.RequestSpec(project_id=project_id,
+                                   instance_uuid=uuids.instance)
+        if dest is not None:
+            spec.requested_destination = objects.Destination(
+                cell=self.cells[cell] if cell else None,
+                allow_cross_cell_move=(dest == 'cross'))
+        if rebuild:
+            spec.scheduler_hints = {'_nova_check_type': ['rebuild']}
+        return spec
+
+    def _cells_of(self, hosts):
+        by_uuid = {cell.uuid: name for name, cell in self.cells.items()}
+        return {by_uuid.get(h.cell_uuid, h.cell_uuid) for h in hosts}
+
+    def _log_lines(self, level, text):
+        return [line for line in self.stdlog.logger.output.splitlines()
+                if ' %s [' % level in line and text in line]
+
+
+class DecisionTableTestCase(testscenarios.WithScenarios, FilterTestBase):
+    """The truth table of the filter's docstring, one row per scenario.
+
+    Every scenario offers two hosts in each cell of CELLS and says which
+    cells' hosts pass.
+    """
+
+    default = STD_DEFAULT
+    projects = STD_PROJECTS
+    dest = None           # None, 'pinned' or 'cross'
+    cell = None           # the cell of requested_destination
+    rebuild = False
+    hosts = CELLS
+
+    scenarios = [
+        # Both options empty: the filter is inert.
+        ('empty_options_mapped_project', dict(
+            default=[], projects='', project=PROJ_A, expected=ALL)),
+        ('empty_options_any_project', dict(
+            default=[], projects='', project=UNMAPPED, expected=ALL)),
+        ('empty_options_same_cell_move', dict(
+            default=[], projects='', project=UNMAPPED, dest='pinned',
+            cell='spare', hosts=['spare'], expected={'spare'})),
+        # New servers of a project named in cells_projects.
+        ('mapped_project_own_cell_only', dict(
+            project=PROJ_A, expected={'dedicated_a'})),
+        ('mapped_project_other_dedicated_cell_only', dict(
+            project=PROJ_B, expected={'dedicated_b'})),
+        ('mapped_project_in_two_cells', dict(
+            project=PROJ_AB, expected={'dedicated_a', 'dedicated_b'})),
+        ('mapped_project_id_dashed_in_request', dict(
+            project='0d5e63a0-e3e8-4e1e-9d4f-7e06ad7eb6b2',
+            expected={'dedicated_a'})),
+        ('mapped_project_never_gets_default_or_spare', dict(
+            project=PROJ_A, hosts=['default1', 'default2', 'spare'],
+            expected=set())),
+        # New servers of any other project.
+        ('unmapped_project_default_cells', dict(
+            project=UNMAPPED, expected=DEFAULTS)),
+        ('unmapped_project_not_dedicated_or_spare', dict(
+            project=UNMAPPED, hosts=['dedicated_a', 'spare'],
+            expected=set())),
+        ('unmapped_project_without_default_cells', dict(
+            default=[], project=UNMAPPED, expected=set())),
+        ('only_defaults_restrict_everyone', dict(
+            projects='', project=PROJ_A, expected=DEFAULTS)),
+        ('default_cell_by_uuid', dict(
+            default=['{default2}'], projects='', project=UNMAPPED,
+            expected={'default2'})),
+        ('dedicated_cell_by_uuid', dict(
+            projects='{spare}:%s' % PROJ_A, project=PROJ_A,
+            expected={'spare'})),
+        # Same-cell moves: the conductor pinned the instance's cell.
+        ('same_cell_move_into_spare_cell', dict(
+            project=PROJ_A, dest='pinned', cell='spare',
+            expected={'spare'})),
+        ('same_cell_move_into_cell_of_other_project', dict(
+            project=PROJ_A, dest='pinned', cell='dedicated_b',
+            expected={'dedicated_b'})),
+        ('same_cell_move_of_unmapped_project', dict(
+            project=UNMAPPED, dest='pinned', cell='dedicated_a',
+            expected={'dedicated_a'})),
+        ('same_cell_move_project_with_unknown_cell', dict(
+            projects='nope:%s' % PROJ_A, project=PROJ_A, dest='pinned',
+            cell='default1', expected={'default1'})),
+        # Cross-cell resize: placed like a new server.
+        ('cross_cell_resize_mapped_project', dict(
+            project=PROJ_A, dest='cross', cell='spare',
+            expected={'dedicated_a'})),
+        ('cross_cell_resize_unmapped_project', dict(
+            project=UNMAPPED, dest='cross', cell='dedicated_b',
+            expected=DEFAULTS)),
+        ('targeted_cross_cell_resize_without_cell', dict(
+            project=PROJ_B, dest='cross', cell=None,
+            expected={'dedicated_b'})),
+        ('destination_without_cell', dict(
+            project=PROJ_B, dest='pinned', cell=None,
+            expected={'dedicated_b'})),
+        # Rebuild: the filter is not asked.
+        ('rebuild_mapped_project', dict(
+            project=PROJ_A, rebuild=True, expected=ALL)),
+        ('rebuild_project_with_unknown_cell', dict(
+            projects='nope:%s' % PROJ_A, project=PROJ_A, rebuild=True,
+            expected=ALL)),
+        # Fail closed: unknown cells grant nothing, never the defaults.
+        ('project_mapped_only_to_unknown_cell', dict(
+            projects='nope:%s' % PROJ_A, project=PROJ_A, expected=set())),
+        ('project_mapped_to_unknown_uuid', dict(
+            projects='%s:%s' % (uuids.nowhere, PROJ_A), project=PROJ_A,
+            expected=set())),
+        ('cell0_named_grants_nothing', dict(
+            default=['cell0'], projects='', project=UNMAPPED,
+            expected=set())),
+        ('unknown_default_other_default_still_works', dict(
+            default=['nope', 'default1'], project=UNMAPPED,
+            expected={'default1'})),
+    ]
+
+    def test_filter_all(self):
+        """filter_all keeps the hosts of the expected cells, in order."""
+        self._set_options(self.default, self.projects)
+        filt = filters.ProjectCellFilter()
+        hosts = self._hosts(self.hosts)
+        spec = self._spec(self.project, self.dest, self.cell, self.rebuild)
+
+        passed = filt.filter_all(iter(hosts), spec)
+
+        self.assertIsInstance(passed, list)
+        self.assertEqual(set(self.expected), self._cells_of(passed))
+        self.assertEqual([h for h in hosts if h in passed], passed)
+        # Both hosts of each allowed cell.
+        self.assertEqual(2 * len(self.expected), len(passed))
+        # Host by host, the same answers.
+        self.assertEqual(passed,
+                         [h for h in hosts if filt.host_passes(h, spec)])
+
+    def test_through_nova_filter_handler(self):
+        """Nova's HostFilterHandler gets the same hosts from the filter."""
+        self._set_options(self.default, self.projects)
+        hosts = self._hosts(self.hosts)
+        spec = self._spec(self.project, self.dest, self.cell, self.rebuild)
+        handler = nova_filters.HostFilterHandler()
+        passed = handler.get_filtered_objects(
+            [filters.ProjectCellFilter()], hosts, spec, index=0)
+        self.assertEqual(set(self.expected), self._cells_of(passed or []))
+
+
+class ProjectCellFilterTestCase(FilterTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self._set_options(STD_DEFAULT, STD_PROJECTS)
+
+    def test_no_host_passed_is_logged(self):
+        """An empty result is explained at info level."""
+        self._set_options(STD_DEFAULT, 'nope:%s' % PROJ_A)
+        filt = filters.ProjectCellFilter()
+        hosts = self._hosts(['default1', 'spare'], per_cell=1)
+        self.assertEqual([], filt.filter_all(hosts, self._spec(PROJ_A)))
+        lines = self._log_lines('INFO', 'No host passed')
+        self.assertEqual(1, len(lines), self.stdlog.logger.output)
+        self.assertIn(
+            'No host passed: project %s may use cells none, the 2 candidate '
+            'host(s) are in cells %s (see [cellsched] cells_default and '
+            'cells_projects)' % (PROJ_A, sorted([self._uuid('default1'),
+                                                 self._uuid('spare')])),
+            lines[0])
+        # And the unknown cell was reported when the cells were loaded.
+        self.assertEqual(1, len(self._log_lines('WARNING',
+                                                "unknown cell 'nope'")))
+
+    def test_no_host_logged_with_allowed_cells(self):
+        filt = filters.ProjectCellFilter()
+        hosts = self._hosts(['spare'], per_cell=1)
+        self.assertEqual([], filt.filter_all(hosts, self._spec(PROJ_A)))
+        self.assertIn("may use cells ['%s']" % self._uuid('dedicated_a'),
+                      self._log_lines('INFO', 'No host passed')[0])
+
+    def test_nothing_logged_when_hosts_pass(self):
+        filt = filters.ProjectCellFilter()
+        self.assertTrue(filt.filter_all(self._hosts(), self._spec(PROJ_A)))
+        self.assertEqual([], self._log_lines('INFO', 'No host passed'))
+
+    def test_no_hosts(self):
+        filt = filters.ProjectCellFilter()
+        self.assertEqual([], filt.filter_all([], self._spec(PROJ_A)))
+
+    def test_ambiguous_cell_name_in_database(self):
+        """Two real cell mappings with one name: the name grants nothing."""
+        twin1 = self._create_cell('twin', uuids.twin1)
+        twin2 = self._create_cell('twin', uuids.twin2)
+        self._set_options(['twin', 'default1'], 'twin:%s' % PROJ_A)
+        filt = filters.ProjectCellFilter()
+        hosts = [fakes.FakeHostState('t1', 'n1', {'cell_uuid': twin1.uuid}),
+                 fakes.FakeHostState('t2', 'n2', {'cell_uuid': twin2.uuid})
+                 ] + self._hosts(['default1'], per_cell=1)
+        self.assertEqual([], filt.filter_all(hosts, self._spec(PROJ_A)))
+        self.assertEqual(['default1-host0'],
+                         [h.host for h in filt.filter_all(
+                             hosts, self._spec(UNMAPPED))])
+        warnings = self._log_lines('WARNING', "ambiguous cell name 'twin'")
+        self.assertEqual(1, len(warnings))
+        self.assertIn(', '.join(sorted([twin1.uuid, twin2.uuid])),
+                      warnings[0])
+
+    def test_cell_disabled_in_nova_is_reported(self):
+        self._create_cell('off', uuids.off, disabled=True)
+        self._set_options(['default1', 'off'], '')
+        filt = filters.ProjectCellFilter()
+        filt.filter_all(self._hosts(['default1']), self._spec(UNMAPPED))
+        self.assertEqual(1, len(self._log_lines(
+            'WARNING', "cell disabled in nova 'off'")))
+
+    def test_cell_created_after_filter_is_built(self):
+        """Cells are read on first use, not when the filter is built."""
+        self._set_options(['late'], '')
+        filt = filters.ProjectCellFilter()
+        late = self._create_cell('late', uuids.late)
+        hosts = [fakes.FakeHostState('l1', 'n1', {'cell_uuid': late.uuid})]
+        self.assertEqual(hosts, filt.filter_all(hosts, self._spec(UNMAPPED)))
+
+    def test_cell_created_after_first_request(self):
+        """A host in a cell the filter does not know reloads the cells.
+
+        The reload is rate limited, so the filter's cache is replaced by
+        one built the same way (same option reader, same loader from the
+        API database) but with a clock the test moves.
+        """
+        self._set_options(['late'], '')
+        filt = filters.ProjectCellFilter()
+        clock = FakeClock()
+        filt._cache = policy_cache.PolicyCache(
+            filters._read_options, cells_mod.load_cell_infos, clock=clock)
+        spec = self._spec(UNMAPPED)
+        self.assertEqual([], filt.filter_all(self._hosts(['default1']),
+                                             spec))
+        self.assertEqual(1, len(self._log_lines('WARNING',
+                                                "unknown cell 'late'")))
+
+        late = self._create_cell('late', uuids.late)
+        hosts = [fakes.FakeHostState('l1', 'n1', {'cell_uuid': late.uuid})]
+        # Within the interval the cells are not read again.
+        clock.now += 1
+        self.assertEqual([], filt.filter_all(hosts, spec))
+        clock.now += 10
+        self.assertEqual(hosts, filt.filter_all(hosts, spec))
+        # Known now: no reload for hosts of known cells.
+        clock.now += 100
+        self.assertEqual(hosts, filt.filter_all(hosts, spec))
+
+    def test_option_change_takes_effect_on_next_request(self):
+        filt = filters.ProjectCellFilter()
+        hosts = self._hosts()
+        self.assertEqual({'dedicated_a'}, self._cells_of(
+            filt.filter_all(hosts, self._spec(PROJ_A))))
+        self._set_options(['spare'], 'default1:%s' % PROJ_A)
+        self.assertEqual({'default1'}, self._cells_of(
+            filt.filter_all(hosts, self._spec(PROJ_A))))
+        self.assertEqual({'spare'}, self._cells_of(
+            filt.filter_all(hosts, self._spec(UNMAPPED))))
+        self.assertEqual(1, len(self._log_lines(
+            'INFO', "[cellsched] options changed: cells_default='spare'")))
+        # Back to empty: inert again.
+        self._set_options([], '')
+        self.assertEqual(ALL, self._cells_of(
+            filt.filter_all(hosts, self._spec(PROJ_A))))
+
+    def test_malformed_value_at_construction_raises(self):
+        self._set_options(STD_DEFAULT, 'dedicated_a')
+        exc = self.assertRaises(InvalidCellsMapping,
+                                filters.ProjectCellFilter)
+        self.assertEqual('cells_projects', exc.option)
+        self.assertEqual('dedicated_a', exc.token)
+        self._set_options(['default1:%s' % PROJ_A], '')
+        exc = self.assertRaises(InvalidCellsMapping,
+                                filters.ProjectCellFilter)
+        self.assertEqual('cells_default', exc.option)
+
+    def test_malformed_value_after_start_keeps_old_mapping(self):
+        filt = filters.ProjectCellFilter()
+        hosts = self._hosts()
+        self.assertEqual({'dedicated_a'}, self._cells_of(
+            filt.filter_all(hosts, self._spec(PROJ_A))))
+        self._set_options(['spare'], 'default1:%s default2' % PROJ_A)
+        for _ in range(3):
+            self.assertEqual({'dedicated_a'}, self._cells_of(
+                filt.filter_all(hosts, self._spec(PROJ_A))))
+            self.assertEqual(DEFAULTS, self._cells_of(
+                filt.filter_all(hosts, self._spec(UNMAPPED))))
+        errors = self._log_lines('ERROR', 'Ignoring the new [cellsched]')
+        self.assertEqual(1, len(errors))
+        self.assertIn('contains whitespace', errors[0])
+
+    def test_filter_runs_once_per_request(self):
+        """Nova skips it for the later instances of a multi-create."""
+        filt = filters.ProjectCellFilter()
+        self.assertTrue(filt.run_filter_for_index(0))
+        self.assertFalse(filt.run_filter_for_index(1))
+        hosts = self._hosts()
+        handler = nova_filters.HostFilterHandler()
+        self.assertEqual(hosts, handler.get_filtered_objects(
+            [filt], hosts, self._spec(PROJ_A), index=1))
+
+    def test_listed_in_nova_filter_classes(self):
+        """Nova's filter loader accepts the class path."""
+        handler = nova_filters.HostFilterHandler()
+        classes = handler.get_matching_classes(
+            ['nova_cellsched.filters.ProjectCellFilter'])
+        self.assertEqual([filters.ProjectCellFilter], classes)
+
+
+class PinnedCellTestCase(test.NoDBTestCase):
+    """pinned_cell() over the forms requested_destination takes."""
+
+    def test_forms(self):
+        cell = objects.CellMapping(uuid=uuids.cell)
+        spec = objects.RequestSpec(project_id=PROJ_A)
+        self.assertIsNone(filters.pinned_cell(spec))
+        spec.requested_destination = None
+        self.assertIsNone(filters.pinned_cell(spec))
+        spec.requested_destination = objects.Destination(host='h1')
+        self.assertIsNone(filters.pinned_cell(spec))
+        spec.requested_destination = objects.Destination(cell=None)
+        self.assertIsNone(filters.pinned_cell(spec))
+        spec.requested_destination = objects.Destination(cell=cell)
+        self.assertEqual(uuids.cell, filters.pinned_cell(spec))
+        spec.requested_destination = objects.Destination(
+            cell=cell, allow_cross_cell_move=False)
+        self.assertEqual(uuids.cell, filters.pinned_cell(spec))
+        spec.requested_destination = objects.Destination(
+            cell=cell, allow_cross_cell_move=True)
+        self.assertIsNone(filters.pinned_cell(spec))
+
+
+class FakeClock:
+    """A monotonic clock that only moves when told to."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
