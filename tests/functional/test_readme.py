@@ -1,0 +1,160 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Every snippet of README.rst is run or checked here.
+
+The nova.conf block is loaded with oslo.config and nova's filter loader,
+the Python block runs as written (the config path pointed at a demo
+world), every ``nova-cellsched`` command line of the README runs against
+that world, and the quick start's test command is the one ``.ci/run``
+runs.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import docutils.core
+import fixtures
+from nova.scheduler import filters as nova_filters
+from oslo_config import cfg
+from oslotest import base
+
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import demo
+from nova_cellsched import mapping
+from nova_cellsched import seed
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+README = os.path.join(TOP, 'README.rst')
+CONFIG = '/etc/nova/nova.conf'
+
+
+def read_readme():
+    with open(README) as handle:
+        return handle.read()
+
+
+def code_blocks(text, language):
+    """Bodies of ``.. code-block:: <language>`` directives."""
+    pattern = re.compile(
+        r'^\.\. code-block:: %s\n\n((?:(?:    .*)?\n)+)' % language,
+        re.MULTILINE)
+    return [re.sub(r'^    ', '', m.group(1), flags=re.MULTILINE)
+            for m in pattern.finditer(text)]
+
+
+def command_lines(text):
+    """Every literal ``nova-cellsched ...`` or ``tools/venv ...`` line."""
+    return [line.strip() for line in text.splitlines()
+            if re.match(r'^    (nova-cellsched|tools/venv) ', line)]
+
+
+class ReadmeTest(base.BaseTestCase):
+    """README.rst says only what works."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.text = read_readme()
+
+    def test_readme_is_valid_restructuredtext(self):
+        docutils.core.publish_doctree(
+            self.text, settings_overrides={'report_level': 2,
+                                           'halt_level': 2})
+
+    def test_quick_start_is_two_commands_and_ci_runs_the_test_one(self):
+        quick = self.text.split('Quick start\n===========\n')[1].split(
+            '\n====')[0]
+        commands = command_lines(quick)
+        self.assertEqual(['tools/venv nova-cellsched demo',
+                          'tools/venv stestr run'], commands)
+        with open(os.path.join(TOP, '.ci', 'run')) as handle:
+            ci_lines = [line.strip() for line in handle]
+        self.assertIn('tools/venv stestr run || status=$?', ci_lines)
+
+    def test_nova_conf_block_loads_and_enables_the_filter(self):
+        """The ini block parses, and nova's loader finds the filter."""
+        (block,) = code_blocks(self.text, 'ini')
+        path = self.useFixture(fixtures.TempDir()).join('nova.conf')
+        with open(path, 'w') as handle:
+            handle.write(block)
+        conf = cfg.ConfigOpts()
+        conf_mod.register_opts(conf)
+        conf.register_opts([
+            cfg.MultiStrOpt('available_filters'),
+            cfg.ListOpt('enabled_filters')], group='filter_scheduler')
+        conf(['--config-file', path])
+        parsed = mapping.parse(conf.cellsched.cells_default,
+                               conf.cellsched.cells_projects)
+        self.assertEqual(('cell1', 'cell2'), parsed.default)
+        self.assertEqual({'cell3', 'cell4'},
+                         {c for c, _ in parsed.projects})
+        classes = nova_filters.HostFilterHandler().get_matching_classes(
+            conf.filter_scheduler.available_filters)
+        names = {c.__name__ for c in classes}
+        self.assertIn('ProjectCellFilter', names)
+        for enabled in conf.filter_scheduler.enabled_filters:
+            self.assertIn(enabled, names)
+
+
+class ReadmeCommandsTest(base.BaseTestCase):
+    """The README's Python and command lines run against a demo world."""
+
+    def setUp(self):
+        super().setUp()
+        self.text = read_readme()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.world = demo.build(os.path.join(self.dir, 'demo'), cells=2,
+                                instances=80)
+        self.env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='1')
+
+    def _run(self, argv):
+        return subprocess.run(argv, cwd=self.dir, env=self.env,
+                              capture_output=True, text=True, timeout=300)
+
+    def test_python_block_runs_as_written(self):
+        (block,) = code_blocks(self.text, 'python')
+        code = block.replace(CONFIG, self.world.config_file)
+        done = self._run([sys.executable, '-c', code])
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn('Total ms', done.stdout)
+        lines = [line for line in done.stdout.splitlines()
+                 if re.match(r'^[0-9a-f-]{36} ', line)]
+        # The demo seeds no deleted rows: every instance is listed.
+        self.assertEqual(min(100, self.world.instances), len(lines),
+                         done.stdout)
+
+    def test_every_command_line_runs(self):
+        commands = [c for c in command_lines(self.text)
+                    if c.startswith('nova-cellsched') and '[' not in c]
+        self.assertGreaterEqual(len(commands), 5)
+        script = os.path.join(os.path.dirname(sys.executable),
+                              'nova-cellsched')
+        for line in commands:
+            argv = shlex.split(line.replace(CONFIG, self.world.config_file))
+            done = self._run([script] + argv[1:])
+            self.assertEqual(0, done.returncode,
+                             '%s\n%s' % (line, done.stderr))
+            self.assertNotIn('Traceback', done.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.dir,
+                                                    'trace.json')))
+
+    def test_demo_world_matches_the_demo_description(self):
+        """cell0 holds ERROR instances; every cell has nova's schema."""
+        names = [name for name, _url in self.world.cells]
+        self.assertEqual(['cell0', 'cell1', 'cell2'], names)
+        for _name, url in self.world.cells:
+            self.assertTrue(seed.has_schema(url))
