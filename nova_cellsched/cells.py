@@ -22,8 +22,7 @@ from typing import Any
 import nova.conf
 from nova import context as nova_context
 from nova import objects
-from oslo_config import cfg
-from oslo_messaging import opts as messaging_opts
+from oslo_messaging import transport as messaging_transport
 from sqlalchemy.engine import url as sa_url
 
 from nova_cellsched.policy import CellInfo
@@ -44,21 +43,16 @@ def mask_url(url: str | None) -> str:
 
 
 def register_messaging_opts() -> None:
-    """Register oslo.messaging's ``[DEFAULT]`` options on nova's CONF.
+    """Register oslo.messaging's transport options on nova's CONF.
 
     Cell mappings template their URLs on ``[DEFAULT] transport_url``
     (``CellMapping.format_mq_url``); a nova service registers it when it
     starts RPC, a command that only reads the database must do it itself.
+    The option objects are oslo.messaging's own, as its ``ConfFixture``
+    and ``get_transport`` register them, so registering them again
+    anywhere is a no-op rather than a conflict.
     """
-    conf = nova.conf.CONF
-    for group, opts in messaging_opts.list_opts():
-        if group is not None:
-            continue
-        for opt in opts:
-            try:
-                conf.register_opt(opt)
-            except cfg.DuplicateOptError:
-                pass  # registered by nova already, maybe with its default
+    nova.conf.CONF.register_opts(messaging_transport._transport_opts)
 
 
 def load_cell_mappings(context: Any = None) -> list[Any]:

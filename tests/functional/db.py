@@ -27,6 +27,7 @@ import fixtures
 import nova.conf
 from nova.db.api import api as api_db_api
 from nova import objects
+from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures as db_fixtures
@@ -158,3 +159,6 @@ class FunctionalTestCase(base.BaseTestCase):
                       % (self.SERVER_URL, problem))
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
+        # nova's own lister (run here as the yardstick) starts nova's cell
+        # worker pool; shut it down at the end like nova's tests do.
+        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
