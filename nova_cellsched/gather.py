@@ -104,7 +104,9 @@ class Deadline:
 
 def _outcome(future: 'concurrent.futures.Future[R]',
              deadline: Deadline) -> Outcome[R]:
-    if not future.done():
+    if not future.done() or future.cancelled():
+        # Not started (cancelled now or before) or still running: either
+        # way the cell did not answer in time.
         future.cancel()
         return Outcome(TIMED_OUT,
                        error=CellTimeout(deadline.seconds or 0.0))
@@ -169,8 +171,9 @@ class CellStream(Generic[K, R]):
 
     def __iter__(self) -> Iterator[R]:
         while True:
-            yield from self._batch
-            self.rows_yielded += len(self._batch)
+            for row in self._batch:
+                self.rows_yielded += 1
+                yield row
             if not self._batch or not self._more_possible():
                 return
             last = self._batch[-1]

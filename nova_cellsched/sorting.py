@@ -82,11 +82,13 @@ class SortSpec:
         """Validate and normalise like nova's API and InstanceSortContext.
 
         * no keys: ``created_at desc, id desc``;
-        * keys without directions are sorted ascending, and fewer
-          directions than keys repeat the first one: the order nova's
-          cell queries produce (``InstanceSortContext`` appends ``asc``
-          for uuid, which ``process_sort_params`` then uses for the
-          keys that have no direction);
+        * keys without any direction are sorted ascending, as nova's
+          cell queries sort them (``InstanceSortContext`` appends ``asc``
+          for uuid, which ``process_sort_params`` then uses for every
+          key); when some directions are given, the keys after them
+          repeat the first one. nova is not self-consistent there (its
+          merge and its queries disagree), so only fully specified or
+          fully unspecified directions are comparable with nova;
         * ``uuid asc`` is appended when uuid is not a key.
 
         :param allowed: the sort keys accepted from a caller (nova's API

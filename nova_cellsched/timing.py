@@ -96,8 +96,10 @@ class Recorder:
             cell: str | None = None, **args: Any) -> None:
         """Record a span measured by the caller (times from :meth:`now`)."""
         thread = threading.current_thread()
-        span = Span(name, start, end, thread.ident or 0, thread.name, cell,
-                    args)
+        # The OS thread id: unlike ident, not handed to the next Python
+        # thread as soon as this one ends, so tracks do not merge.
+        span = Span(name, start, end, threading.get_native_id(),
+                    thread.name, cell, args)
         with self._lock:
             self._spans.append(span)
 
