@@ -111,6 +111,33 @@ Related options:
 """),
 ]
 
+scheduling_opts.append(cfg.IntOpt(
+    'cell_cache_ttl',
+    default=300,
+    min=0,
+    mutable=True,
+    help="""
+Seconds after which ProjectCellFilter reads the cell mappings again.
+
+The filter resolves the cell names of ``[cellsched] cells_default`` and
+``cells_projects`` to cell uuids through the cell mappings of the API
+database, which it caches. The cache is also reloaded when the options
+change and when a host of a cell it does not know shows up (a new cell);
+this age limit catches the rest, such as a renamed cell or one disabled
+with ``nova-manage cell_v2 update_cell``. One small query per period per
+scheduler worker.
+
+Possible values:
+
+* 0: reload only on option changes and unknown cells.
+* A positive number of seconds (default 300).
+
+Related options:
+
+* ``[cellsched] cells_default``
+* ``[cellsched] cells_projects``
+"""))
+
 listing_opts = [
     cfg.FloatOpt(
         'list_cell_timeout',

@@ -94,8 +94,9 @@ class ProjectCellFilter(filters.BaseHostFilter):
     def __init__(self) -> None:
         super().__init__()
         # Fails here, so the scheduler does not start, on a malformed value.
-        self._cache = policy_cache.PolicyCache(_read_options,
-                                               cells.load_cell_infos)
+        self._cache = policy_cache.PolicyCache(
+            _read_options, cells.load_cell_infos,
+            max_age=lambda: CONF[conf.GROUP_NAME].cell_cache_ttl)
 
     def _allowed_cells(self, spec_obj: Any,
                        hosts: list[Any]) -> frozenset[str] | None:

@@ -24,9 +24,10 @@ The rules:
   filter does not load). A later value that does not parse is logged once
   at error level and the last good mapping stays in force.
 * Cell mappings are loaded on first use, on every change of the options,
-  and when :meth:`refresh_cells` is asked to (a host in a cell the cache
-  does not know), at most once per ``min_refresh_interval`` seconds. A
-  failed load keeps the last good cells and is logged.
+  when they are older than ``max_age`` seconds, and when
+  :meth:`refresh_cells` is asked to (a host in a cell the cache does not
+  know), at most once per ``min_refresh_interval`` seconds. A failed load
+  keeps the last good cells and is logged.
 * Readers never see a half-built state: the state is one immutable
   object, replaced by a single assignment under a lock.
 """
@@ -64,6 +65,9 @@ class PolicyCache:
     :param load_cells: returns every cell mapping; may raise.
     :param min_refresh_interval: seconds between two cell reloads that are
         asked for by :meth:`refresh_cells`.
+    :param max_age: returns the seconds after which the cell mappings are
+        reloaded on the next request (renamed or disabled cells are seen
+        without a restart); 0 or None never. Read on every request.
     :param clock: monotonic clock, injectable for tests.
     :raises InvalidCellsMapping: when the options do not parse at start.
     """
@@ -71,8 +75,11 @@ class PolicyCache:
     def __init__(self, read_options: Callable[[], RawOptions],
                  load_cells: Callable[[], Sequence[policy_mod.CellInfo]],
                  min_refresh_interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 max_age: Callable[[], float | None] | None = None
+                 ) -> None:
         self._read_options = read_options
+        self._max_age = max_age
         self._load_cells = load_cells
         self._min_refresh_interval = min_refresh_interval
         self._clock = clock
@@ -106,7 +113,15 @@ class PolicyCache:
             # failing API database is not hammered on every request.
             state = self._reload_cells(state,
                                        force=state.loaded_at is None)
+        elif self._too_old(state):
+            state = self._reload_cells(state, force=False)
         return state.policy
+
+    def _too_old(self, state: _State) -> bool:
+        max_age = self._max_age() if self._max_age is not None else None
+        if not max_age or state.loaded_at is None:
+            return False
+        return self._clock() - state.loaded_at >= max_age
 
     def refresh_cells(self) -> policy_mod.Policy:
         """Reload the cell mappings unless that was done very recently."""

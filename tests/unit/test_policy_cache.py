@@ -294,3 +294,42 @@ class PolicyCacheTestCase(base.BaseTestCase):
         # Not again on a plain current().
         cache.current()
         self.assertEqual(1, len(self._lines('WARNING', 'unknown cell')))
+
+
+class CellCacheAgeTestCase(PolicyCacheTestCase):
+    """[cellsched] cell_cache_ttl: renamed cells are seen without restart."""
+
+    def _aged_cache(self, ttl):
+        self.ttl = ttl
+        return policy_cache.PolicyCache(
+            self.options, self.cells, min_refresh_interval=INTERVAL,
+            clock=self.clock, max_age=lambda: self.ttl)
+
+    def test_cells_reloaded_on_the_first_request_after_max_age(self):
+        cache = self._aged_cache(300)
+        cache.current()
+        self.clock.now += 299
+        cache.current()
+        self.assertEqual(1, self.cells.loads)
+        # cellA is renamed in nova; the options still name it 'cellA'.
+        self.cells.cells = [CellInfo(CELL_A.uuid, 'cellRenamed'), CELL_E]
+        self.clock.now += 1
+        pol = cache.current()
+        self.assertEqual(2, self.cells.loads)
+        self.assertEqual(frozenset(), pol.allowed_cells('p2'))
+
+    def test_zero_max_age_never_reloads_by_age(self):
+        cache = self._aged_cache(0)
+        cache.current()
+        self.clock.now += 10 ** 6
+        cache.current()
+        self.assertEqual(1, self.cells.loads)
+
+    def test_max_age_is_read_on_every_request(self):
+        """The option is mutable: a new value applies at once."""
+        cache = self._aged_cache(0)
+        cache.current()
+        self.clock.now += 60
+        self.ttl = 30
+        cache.current()
+        self.assertEqual(2, self.cells.loads)
