@@ -25,12 +25,17 @@ fetches the next batch from that cell (in a worker, under the same
 deadline) only when the merge has consumed the current one and needs
 more.
 
+Each cell has a :class:`Budget`: the time charged to it is only the time
+its own futures ran, so one hung cell cannot use up the allowance of the
+others, whatever the order the caller waits in.
+
 Failures are values, not log lines: every cell ends as a
 :class:`Outcome`, and a failed one keeps the original exception object.
 """
 
 import concurrent.futures
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from collections.abc import Sequence
@@ -88,11 +93,17 @@ def describe_error(error: BaseException) -> str:
 
 
 class Deadline:
-    """A point on a monotonic clock; :meth:`remaining` never negative."""
+    """A point on a monotonic clock; :meth:`remaining` never negative.
+
+    :param seconds: from now; None for no deadline.
+    :param limit: the limit to name in a :class:`CellTimeout` when it is
+        not *seconds* (a budget's total rather than what was left of it).
+    """
 
     def __init__(self, seconds: float | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.seconds = seconds
+                 clock: Callable[[], float] = time.monotonic,
+                 limit: float | None = None) -> None:
+        self.seconds = seconds if limit is None else limit
         self._clock = clock
         self._at = None if seconds is None else clock() + seconds
 
@@ -100,6 +111,52 @@ class Deadline:
         if self._at is None:
             return None
         return max(0.0, self._at - self._clock())
+
+
+class Budget:
+    """The seconds one cell may spend in one listing, over all its work.
+
+    Each future of the cell is charged from the moment it is
+    :meth:`started <start>` until it completes, so a cell's first batch,
+    its further batches and its joined details share one allowance, and
+    the time the caller spends waiting for *other* cells is never charged
+    to it: one hung cell cannot run down the budgets of the healthy ones.
+    """
+
+    def __init__(self, seconds: float | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._spent = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def spent(self) -> float:
+        """Seconds charged by the futures that have completed."""
+        with self._lock:
+            return self._spent
+
+    def remaining(self) -> float | None:
+        """Seconds left for new work; None without a limit."""
+        if self.seconds is None:
+            return None
+        return max(0.0, self.seconds - self.spent)
+
+    def start(self, future: 'concurrent.futures.Future[Any]') -> Deadline:
+        """Charge *future* to this budget; return the point to stop waiting.
+
+        Call it right after submitting the future.
+        """
+        started = self._clock()
+        deadline = Deadline(self.remaining(), self._clock,
+                            limit=self.seconds)
+
+        def charge(_done: 'concurrent.futures.Future[Any]') -> None:
+            with self._lock:
+                self._spent += max(0.0, self._clock() - started)
+
+        future.add_done_callback(charge)
+        return deadline
 
 
 def _outcome(future: 'concurrent.futures.Future[R]',
@@ -117,16 +174,30 @@ def _outcome(future: 'concurrent.futures.Future[R]',
 
 
 def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
-           deadline: Deadline) -> dict[K, Outcome[R]]:
-    """Wait for *futures* until *deadline*; return one outcome per key.
+           deadline: Deadline | Mapping[K, Deadline]
+           ) -> dict[K, Outcome[R]]:
+    """Wait for *futures*, each until its deadline; one outcome per key.
 
-    Futures still running at the deadline are reported timed out and left
-    to finish on their own (a thread cannot be killed; the database
-    drivers' own read timeouts end them). Their results are dropped.
+    :param deadline: one deadline for all, or one per key (from each
+        cell's :meth:`Budget.start`).
+
+    Futures still running at their deadline are reported timed out and
+    left to finish on their own (a thread cannot be killed; the database
+    drivers' own read timeouts end them). Their results are dropped. The
+    wait ends as soon as every future is done or past its deadline.
     """
-    waiters.wait_for_all(list(futures.values()),
-                         timeout=deadline.remaining())
-    return {key: _outcome(future, deadline)
+    deadlines = (deadline if isinstance(deadline, Mapping)
+                 else dict.fromkeys(futures, deadline))
+    pending = dict(futures)
+    while pending:
+        left = [deadlines[key].remaining() for key in pending]
+        finite = [seconds for seconds in left if seconds is not None]
+        waiters.wait_for_all(list(pending.values()),
+                             timeout=min(finite) if finite else None)
+        pending = {key: future for key, future in pending.items()
+                   if not future.done() and
+                   deadlines[key].remaining() != 0.0}
+    return {key: _outcome(future, deadlines[key])
             for key, future in futures.items()}
 
 
@@ -137,8 +208,8 @@ class CellStream(Generic[K, R]):
     :param first: the first batch, already fetched.
     :param submit_after: ``submit_after(last_row)`` starts fetching the
         next batch (rows strictly after *last_row* in the listing order)
-        in a worker and returns its future; it is waited for under
-        *deadline*.
+        in a worker and returns its future; it is charged to *budget*
+        and waited for until the budget is spent.
     :param batch_size: rows asked per batch; a shorter batch means the
         cell has no more rows. None: the first batch was everything.
     :param failures: where a failed refetch is recorded (by *key*).
@@ -150,7 +221,7 @@ class CellStream(Generic[K, R]):
                  submit_after: Callable[
                      [R], 'concurrent.futures.Future[Sequence[R]]'],
                  batch_size: int | None,
-                 deadline: Deadline,
+                 budget: Budget,
                  failures: MutableMapping[K, Outcome[Any]],
                  on_refetch: Callable[[K, float, float], None] | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
@@ -158,7 +229,7 @@ class CellStream(Generic[K, R]):
         self._batch: Sequence[R] = first
         self._submit_after = submit_after
         self._batch_size = batch_size
-        self._deadline = deadline
+        self._budget = budget
         self._failures = failures
         self._on_refetch = on_refetch
         self._clock = clock
@@ -179,9 +250,9 @@ class CellStream(Generic[K, R]):
             last = self._batch[-1]
             start = self._clock()
             future = self._submit_after(last)
-            waiters.wait_for_all([future],
-                                 timeout=self._deadline.remaining())
-            outcome = _outcome(future, self._deadline)
+            deadline = self._budget.start(future)
+            waiters.wait_for_all([future], timeout=deadline.remaining())
+            outcome = _outcome(future, deadline)
             if self._on_refetch is not None:
                 self._on_refetch(self.key, start, self._clock())
             if not outcome.ok:

@@ -249,7 +249,7 @@ class _Listing:
                  engines: instance_query.EngineCache,
                  executor: futurist.ThreadPoolExecutor,
                  recorder: timing.Recorder,
-                 deadline: gather.Deadline,
+                 cell_timeout: float | None,
                  trace_info: Mapping[str, Any] | None = None) -> None:
         self.cells = {c.uuid: c for c in cells}
         self.spec = spec
@@ -258,7 +258,8 @@ class _Listing:
         self.engines = engines
         self.executor = executor
         self.recorder = recorder
-        self.deadline = deadline
+        # One allowance per cell, charged only with that cell's own work.
+        self.budgets = {c.uuid: gather.Budget(cell_timeout) for c in cells}
         self.trace_info = trace_info
         self.columns = views.instance_columns(fields, spec.keys)
         self.key = spec.key_function()
@@ -292,6 +293,13 @@ class _Listing:
                limit: int | None) -> 'futurist.Future[Any]':
         return self.executor.submit(self.fetch, cell, after, limit,
                                     self.recorder.now())
+
+    def wait(self, futures: Mapping[str, 'futurist.Future[Any]']
+             ) -> dict[str, gather.Outcome[Any]]:
+        """Wait for one future per cell, each within its cell's budget."""
+        deadlines = {uuid: self.budgets[uuid].start(future)
+                     for uuid, future in futures.items()}
+        return gather.gather(futures, deadlines)
 
     def submit_after(self, cell: Cell, limit: int | None,
                      last: Mapping[str, Any]) -> 'futurist.Future[Any]':
@@ -424,9 +432,8 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
     workers = max(1, min(len(target_cells) or 1,
                          max_workers or group.list_max_workers))
     executor = futurist.ThreadPoolExecutor(max_workers=workers)
-    deadline = gather.Deadline(cell_timeout)
     state = _Listing(target_cells, spec, norm_filters, wanted_fields,
-                     engines, executor, recorder, deadline, trace_info)
+                     engines, executor, recorder, cell_timeout, trace_info)
     try:
         records = _run(state, after, batch_size, limit)
     finally:
@@ -462,9 +469,8 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     recorder = state.recorder
     cells = list(state.cells.values())
     with recorder.span('gather', cells=len(cells)):
-        futures = {c.uuid: state.submit(c, after, batch_size)
-                   for c in cells}
-        outcomes = gather.gather(futures, state.deadline)
+        outcomes = state.wait({c.uuid: state.submit(c, after, batch_size)
+                               for c in cells})
     streams = []
     for uuid, outcome in outcomes.items():
         if not outcome.ok:
@@ -474,7 +480,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
         streams.append(gather.CellStream(
             uuid, outcome.result or [],
             functools.partial(state.submit_after, cell, batch_size),
-            batch_size, state.deadline, state.failures,
+            batch_size, state.budgets[uuid], state.failures,
             on_refetch=lambda key, s, e: recorder.add('refetch', s, e, None,
                                                       cell_uuid=key),
             clock=recorder.now))
@@ -492,8 +498,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
             futures = {uuid: state.executor.submit(
                 state.details, state.cells[uuid], uuids, recorder.now())
                 for uuid, uuids in by_cell.items()}
-            for uuid, outcome in gather.gather(futures,
-                                               state.deadline).items():
+            for uuid, outcome in state.wait(futures).items():
                 if outcome.ok:
                     details.update(outcome.result or {})
                 else:

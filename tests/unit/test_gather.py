@@ -86,6 +86,64 @@ class ExecutorTestCase(base.BaseTestCase):
         return task
 
 
+class BudgetTestCase(base.BaseTestCase):
+    """A cell is charged only for the time its own futures ran."""
+
+    def test_budget_charges_a_future_from_start_to_completion(self):
+        clock = FakeClock()
+        budget = gather.Budget(10.0, clock=clock)
+        future = futurist.Future()
+        deadline = budget.start(future)
+        self.assertEqual(10.0, deadline.remaining())
+        clock.advance(3.0)
+        self.assertEqual(10.0, budget.remaining())  # still running
+        future.set_result('rows')
+        self.assertEqual(3.0, budget.spent)
+        self.assertEqual(7.0, budget.remaining())
+        self.assertEqual(7.0, budget.start(futurist.Future()).remaining())
+
+    def test_waiting_for_another_cell_is_not_charged(self):
+        """A healthy cell keeps its budget while a hung one is waited on.
+
+        Both cells start together; the healthy one answers at once, the
+        hung one only at its deadline. The healthy cell's next request
+        still gets (almost) its whole allowance.
+        """
+        executor = futurist.ThreadPoolExecutor(max_workers=2)
+        self.addCleanup(executor.shutdown, wait=False)
+        hang = threading.Event()
+        self.addCleanup(hang.set)
+        budgets = {'ok': gather.Budget(0.5), 'hung': gather.Budget(0.5)}
+        futures = {'ok': executor.submit(lambda: 'rows'),
+                   'hung': executor.submit(hang.wait, SAFETY)}
+        outcomes = gather.gather(futures, {
+            key: budgets[key].start(future)
+            for key, future in futures.items()})
+        self.assertEqual(gather.OK, outcomes['ok'].status)
+        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
+        self.assertEqual(0.5, outcomes['hung'].error.seconds)
+        # The hung cell has not been charged yet (still running), but the
+        # healthy cell was charged only for its own short query.
+        self.assertGreater(budgets['ok'].remaining(), 0.25)
+
+    def test_gather_waits_for_each_key_until_its_own_deadline(self):
+        """A short deadline does not cut the wait for a longer one."""
+        executor = futurist.ThreadPoolExecutor(max_workers=2)
+        self.addCleanup(executor.shutdown, wait=False)
+        hang = threading.Event()
+        self.addCleanup(hang.set)
+        slow = threading.Event()
+        futures = {'short': executor.submit(hang.wait, SAFETY),
+                   'long': executor.submit(slow.wait, SAFETY)}
+        timer = threading.Timer(0.3, slow.set)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        outcomes = gather.gather(futures, {
+            'short': gather.Deadline(0.05), 'long': gather.Deadline(SAFETY)})
+        self.assertEqual(gather.TIMED_OUT, outcomes['short'].status)
+        self.assertEqual(gather.OK, outcomes['long'].status)
+
+
 class DeadlineTestCase(base.BaseTestCase):
 
     def test_deadline_none_never_expires(self):
@@ -267,10 +325,10 @@ class CellStreamTestCase(ExecutorTestCase):
                 return list(batch)
         return self.executor.submit(task)
 
-    def stream(self, first, batch_size, deadline=None, **kwargs):
+    def stream(self, first, batch_size, budget=None, **kwargs):
         return gather.CellStream(
             'cell1', first, self.submit_after, batch_size,
-            deadline or gather.Deadline(SAFETY), self.failures,
+            budget or gather.Budget(SAFETY), self.failures,
             on_refetch=lambda *args: self.refetches.append(args), **kwargs)
 
     def test_stream_first_batch_only_when_batch_size_none(self):
@@ -344,12 +402,16 @@ class CellStreamTestCase(ExecutorTestCase):
         self.assertEqual(1, len(self.refetches))
 
     def test_stream_refetch_timeout_recorded_as_timed_out(self):
+        """A cell whose budget is spent gets no more time for a refetch."""
         clock = FakeClock()
-        deadline = gather.Deadline(2.0, clock=clock)
+        budget = gather.Budget(2.0, clock=clock)
+        earlier = futurist.Future()
+        budget.start(earlier)
+        clock.advance(5.0)
+        earlier.set_result(None)  # the first batch took all of it
         hang = self.event()
         self.batches = [self.blocked_until(hang, [3, 4])]
-        stream = self.stream([1, 2], 2, deadline=deadline)
-        clock.advance(5.0)
+        stream = self.stream([1, 2], 2, budget=budget)
         self.assertEqual([1, 2], list(stream))
         outcome = self.failures['cell1']
         self.assertEqual(gather.TIMED_OUT, outcome.status)
@@ -368,7 +430,7 @@ class CellStreamTestCase(ExecutorTestCase):
         self.batches = [[5, 6]]
         streams = [self.stream([1, 3], 2),
                    gather.CellStream('cell2', [2, 4], self.submit_after,
-                                     2, gather.Deadline(SAFETY),
+                                     2, gather.Budget(SAFETY),
                                      self.failures)]
         merged = list(sorting.merge(streams, key=lambda r: r, limit=3))
         self.assertEqual([1, 2, 3], merged)
