@@ -93,11 +93,14 @@ class ApiDatabaseUnreachable(CellschedError):
     def __init__(self, url: str, cause: BaseException) -> None:
         self.url = url
         self.cause = cause
+        inner = getattr(cause, 'orig', None)
+        shown = inner if isinstance(inner, BaseException) else cause
+        reason = (str(shown).strip().splitlines() or [''])[0]
         super().__init__(
-            'cannot read the nova API database at %s: %s; check '
+            'cannot read the nova API database at %s: %s: %s; check '
             '[api_database] connection in the nova.conf given with '
             '--config-file and that the database server is running'
-            % (url, cause))
+            % (url, type(shown).__name__, reason))
 
 
 class CellsFailed(CellschedError):

@@ -43,6 +43,11 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
     """
     conf_mod.register_opts(CONF)
     cells.register_messaging_opts()
+    # A command fails fast on an unreachable API database: oslo.db's
+    # service defaults (10 attempts, 10 s apart) would make an operator
+    # wait 100 s for exit code 3.
+    CONF.set_override('max_retries', 1, group='api_database')
+    CONF.set_override('retry_interval', 0, group='api_database')
     try:
         nova_config.parse_args(['nova-cellsched'] + args,
                                configure_db=True, init_rpc=False)

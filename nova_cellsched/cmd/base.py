@@ -15,6 +15,8 @@
 import argparse
 from typing import Any
 
+from oslo_config import cfg
+
 from nova_cellsched import exception
 
 
@@ -35,3 +37,11 @@ class CellschedCommandMixin:
                 raise
             self.app.stderr.write('nova-cellsched: error: %s\n' % exc)
             return exc.exit_code
+        except cfg.Error as exc:
+            # A value in nova.conf that oslo.config cannot read, found
+            # when the command first uses the option.
+            if self.app.options.debug:
+                raise
+            self.app.stderr.write('nova-cellsched: error: bad configuration: '
+                                  '%s\n' % exc)
+            return exception.InvalidConfig.exit_code
