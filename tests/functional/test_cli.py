@@ -1,0 +1,640 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-cellsched`` as an operator runs it: a process, a nova.conf, real
+databases.
+
+Every test runs the installed console script in a subprocess (the same
+native-threads start-up as in production) against a nova.conf written in
+a temporary directory. The databases are CellWorld fixtures shared by a
+class: SQLite files for ``check``/``explain`` and the configuration
+errors, MariaDB for ``list``. A test that adds cell mappings removes
+them in its cleanup. Independent invocations run concurrently to keep
+the wall time down.
+"""
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid as uuid_lib
+
+import fixtures
+from nova import context as nova_context
+from nova.db.api import models as api_models
+import sqlalchemy as sa
+
+from nova_cellsched.cmd import cellsched
+from nova_cellsched.cmd import list_cmd
+from nova_cellsched import instance_query
+from nova_cellsched import listing
+from nova_cellsched import seed
+from nova_cellsched import timing
+from tests.functional import db
+
+ENTRY_POINT = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
+COMMAND = ([ENTRY_POINT] if os.path.exists(ENTRY_POINT) else
+           [sys.executable, '-m', 'nova_cellsched.cmd.cellsched'])
+SECRET = 'Sup3rS3cret'
+SECRET_URL = 'mysql+pymysql://nova:%s@127.0.0.1:1/x' % SECRET
+MASKED_URL = 'mysql+pymysql://nova:***@127.0.0.1:1/x'
+INSTANCES = instance_query.INSTANCES
+
+
+class Run:
+    """One finished ``nova-cellsched`` process."""
+
+    def __init__(self, args, code, out, err):
+        self.args, self.code, self.out, self.err = args, code, out, err
+
+    def __repr__(self):
+        return ('nova-cellsched %s -> exit %s\n--- stdout:\n%s\n--- stderr:'
+                '\n%s' % (' '.join(self.args), self.code, self.out[-3000:],
+                          self.err[-3000:]))
+
+    def json(self):
+        return json.loads(self.out)
+
+    def table(self):
+        """The rows of a cliff table as dicts (header -> text)."""
+        lines = [line for line in self.out.splitlines()
+                 if line.startswith('|')]
+        split = [[c.strip() for c in line.strip()[1:-1].split('|')]
+                 for line in lines]
+        return [dict(zip(split[0], row)) for row in split[1:]]
+
+
+def write_conf(directory, name, api_url=None, cell0_url=None,
+               cells_default='', cells_projects='', extra=''):
+    """A nova.conf for the command; None api_url leaves the option out."""
+    text = '[DEFAULT]\ntransport_url = fake://\n'
+    if api_url is not None:
+        text += '[api_database]\nconnection = %s\n' % api_url
+    if cell0_url is not None:
+        text += '[database]\nconnection = %s\n' % cell0_url
+    text += ('[cellsched]\ncells_default = %s\ncells_projects = %s\n'
+             'list_cell_timeout = 30\n' % (cells_default, cells_projects))
+    text += extra
+    path = os.path.join(directory, name)
+    with open(path, 'w') as handle:
+        handle.write(text)
+    return path
+
+
+class CliTestCase(db.FunctionalTestCase):
+    """Runs the command; one world per class, built in setUpClass."""
+
+    WORLD_URL = db.MYSQL_URL
+    CELLS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        problem = db.server_available(db.MYSQL_URL)
+        if problem is not None:
+            raise AssertionError('MariaDB at %s is needed: %s'
+                                 % (db.MYSQL_URL, problem))
+        world = db.CellWorld(cls.WORLD_URL, cls.CELLS)
+        world.setUp()
+        cls.addClassCleanup(world.cleanUp)
+        cls.world = world
+        cls.live = world.all_uuids()
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.env = dict(os.environ)
+        # The command chooses nova's threading mode itself.
+        self.env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+
+    def cli(self, *args, conf=None):
+        return self.cli_many([args], conf=conf)[0]
+
+    def cli_many(self, arg_lists, conf=None):
+        """Run several invocations concurrently; return their Runs."""
+        def one(args):
+            argv = list(args)
+            if conf is not None:
+                argv = ['--config-file', conf] + argv
+            try:
+                proc = subprocess.run(COMMAND + argv, cwd=self.tmp,
+                                      env=self.env, capture_output=True,
+                                      text=True, timeout=180,
+                                      stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired as exc:
+                return Run(argv, 'timeout', exc.stdout or '',
+                           exc.stderr or '')
+            return Run(argv, proc.returncode, proc.stdout, proc.stderr)
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            return list(pool.map(one, arg_lists))
+
+    def assertExit(self, code, run):
+        self.assertEqual(code, run.code, run)
+        self.assertNotIn('Traceback', run.err, run)
+        self.assertNotIn('Traceback', run.out, run)
+
+    def all_live(self, names=None):
+        names = names or list(self.live)
+        return set().union(*(self.live[n] for n in names))
+
+    def add_cell_mapping(self, name, url):
+        """Insert a cell mapping (names may repeat); removed at cleanup."""
+        table = api_models.CellMapping.__table__
+        cell_uuid = str(uuid_lib.uuid4())
+        engine = sa.create_engine(self.world.api_url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(table.insert().values(
+                    uuid=cell_uuid, name=name, transport_url='fake://',
+                    database_connection=url, disabled=False))
+        finally:
+            engine.dispose()
+        self.addCleanup(self._remove_cell_mapping, cell_uuid)
+        return cell_uuid
+
+    def _remove_cell_mapping(self, cell_uuid):
+        table = api_models.CellMapping.__table__
+        engine = sa.create_engine(self.world.api_url)
+        try:
+            with engine.begin() as conn:
+                conn.execute(table.delete().where(table.c.uuid == cell_uuid))
+        finally:
+            engine.dispose()
+
+
+class CheckExplainCliTest(CliTestCase):
+    """check, explain and configuration errors on a SQLite world."""
+
+    WORLD_URL = 'sqlite:///replaced-by-the-fixture'
+    CELLS = [
+        ('cell0', seed.Population(instances=4, error_only=True)),
+        ('cell1', seed.Population(instances=15)),
+        ('cell2', seed.Population(instances=15)),
+        ('cell3', seed.Population(instances=10)),
+    ]
+
+    def setUp(self):
+        super().setUp()
+        self.projects = self.world.projects
+        # cell1 default, cell2 for two projects, cell3 named nowhere.
+        self.conf = write_conf(
+            self.tmp, 'nova.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1',
+            cells_projects='cell2:%s;%s' % tuple(self.projects[:2]))
+
+    def test_check_clean_mapping(self):
+        """Exit 0; every cell with its role; the JSON form is the same."""
+        table, as_json = self.cli_many([['check'], ['check', '-f', 'json']],
+                                       conf=self.conf)
+        self.assertExit(0, table)
+        self.assertExit(0, as_json)
+        self.assertNotIn('problem', table.err)
+        expected = {
+            'cell0': ('00000000-0000-0000-0000-000000000000',
+                      'cell0 (failed builds only)'),
+            'cell1': (self.world.uuid_of('cell1'), 'default'),
+            'cell2': (self.world.uuid_of('cell2'),
+                      'dedicated to 2 project(s)'),
+            'cell3': (self.world.uuid_of('cell3'), 'disabled here'),
+        }
+        rows = table.table()
+        self.assertEqual(expected, {r['Cell']: (r['UUID'], r['Role'])
+                                    for r in rows})
+        self.assertEqual(sorted(expected), [r['Cell'] for r in rows])
+        for row in rows:
+            self.assertEqual(('False', ''), (row['Disabled in nova'],
+                                             row['Problems']))
+            self.assertEqual(self.world.url_of(row['Cell']),
+                             row['Database'])
+        records = as_json.json()
+        self.assertEqual(list(cellsched.CHECK_COLUMNS), list(rows[0]))
+        self.assertEqual(list(cellsched.CHECK_COLUMNS), list(records[0]))
+        self.assertEqual(expected, {r['Cell']: (r['UUID'], r['Role'])
+                                    for r in records})
+        self.assertEqual({False}, {r['Disabled in nova'] for r in records})
+
+    def test_explain_dedicated_and_unmapped_projects(self):
+        """The yes/no column and the reasons, per cell."""
+        dedicated, unmapped = self.cli_many(
+            [['explain', '--project', self.projects[0], '-f', 'json'],
+             ['explain', '--project', self.projects[5], '-f', 'json']],
+            conf=self.conf)
+        self.assertExit(0, dedicated)
+        self.assertExit(0, unmapped)
+
+        def answers(run):
+            return {r['Cell']: (r['New servers'], r['Why'])
+                    for r in run.json()}
+
+        got = answers(dedicated)
+        self.assertEqual({'cell0': 'no', 'cell1': 'no', 'cell2': 'yes',
+                          'cell3': 'no'},
+                         {c: yn for c, (yn, _why) in got.items()})
+        self.assertIn('dedicated to the project', got['cell2'][1])
+        self.assertIn('named in cells_projects and this cell is not one of '
+                      'its cells', got['cell1'][1])
+        self.assertIn('cell0 has no hosts', got['cell0'][1])
+
+        got = answers(unmapped)
+        self.assertEqual({'cell0': 'no', 'cell1': 'yes', 'cell2': 'no',
+                          'cell3': 'no'},
+                         {c: yn for c, (yn, _why) in got.items()})
+        self.assertIn('in cells_default', got['cell1'][1])
+        self.assertIn('dedicated to other projects', got['cell2'][1])
+        self.assertIn('named in neither cells_default nor cells_projects',
+                      got['cell3'][1])
+        self.assertEqual('', unmapped.err)
+
+    def test_problems_down_cell_and_masked_passwords(self):
+        """Unknown and ambiguous names exit 1; a password is never shown.
+
+        Two mappings named 'twin', a cell whose URL holds a password (at
+        a closed port), and a project mapped to an unknown cell. check
+        exits 1 listing the problems; explain shows the lost project may
+        use no cell; list exits 1 but prints the live cells' instances;
+        the password is in no output and no file, '***' is shown.
+        """
+        self.add_cell_mapping('twin', 'mysql+pymysql://root@127.0.0.1:1/t')
+        self.add_cell_mapping('twin', 'mysql+pymysql://root@127.0.0.1:1/t')
+        secret_uuid = self.add_cell_mapping('secret', SECRET_URL)
+        lost = self.projects[4]
+        conf = write_conf(
+            self.tmp, 'problems.conf', self.world.api_url,
+            cells_default='cell1,twin',
+            cells_projects='cell2:%s,nosuchcell:%s' % (self.projects[0],
+                                                       lost))
+        stats = os.path.join(self.tmp, 'stats.json')
+        trace = os.path.join(self.tmp, 'trace.json')
+        check, explain, listed = self.cli_many(
+            [['check'], ['explain', '--project', lost, '-f', 'json'],
+             ['list', '-f', 'json', '--stats', stats, '--trace', trace]],
+            conf=conf)
+
+        self.assertExit(1, check)
+        problems = [line for line in check.err.splitlines()
+                    if line.startswith('problem: ')]
+        self.assertEqual(3, len(problems), check)
+        joined = '\n'.join(problems)
+        self.assertIn("unknown cell 'nosuchcell'", joined)
+        self.assertIn("ambiguous cell name 'twin'", joined)
+        self.assertIn("project has no usable cell '%s'" % lost, joined)
+        rows = check.table()
+        by_cell = {}
+        for row in rows:
+            by_cell.setdefault(row['Cell'], []).append(row)
+        self.assertEqual(MASKED_URL, by_cell['secret'][0]['Database'])
+        self.assertEqual(secret_uuid, by_cell['secret'][0]['UUID'])
+        self.assertEqual(['disabled here'] * 2,
+                         [r['Role'] for r in by_cell['twin']
+                          if r['UUID']])
+        self.assertIn('ambiguous cell name',
+                      [r['Role'] for r in by_cell['twin']])
+        self.assertIn('unknown cell',
+                      [r['Role'] for r in by_cell['nosuchcell']])
+        self.assertIn('***', check.out)
+
+        self.assertExit(0, explain)
+        answers = {r['Cell']: r['New servers'] for r in explain.json()}
+        self.assertEqual({'no'}, set(answers.values()))
+        self.assertIn('secret', answers)
+        self.assertIn('project %s may use no cell' % lost, explain.err)
+
+        self.assertExit(1, listed)
+        self.assertEqual(self.all_live(),
+                         {r['uuid'] for r in listed.json()})
+        self.assertEqual(len(self.all_live()), len(listed.json()))
+        with open(stats) as handle:
+            stats_text = handle.read()
+        with open(trace) as handle:
+            trace_text = handle.read()
+        cells = {c['name']: c for c in json.loads(stats_text)['cells']}
+        self.assertEqual('failed', cells['secret']['status'])
+        self.assertIn('2003', cells['secret']['error'])
+        self.assertFalse(json.loads(stats_text)['complete'])
+        self.assertIn('traceEvents', json.loads(trace_text))
+        self.assertIn('secret', listed.err)
+
+        for where, text in [('check out', check.out),
+                            ('check err', check.err),
+                            ('explain out', explain.out),
+                            ('explain err', explain.err),
+                            ('list out', listed.out),
+                            ('list err', listed.err),
+                            ('stats', stats_text), ('trace', trace_text)]:
+            self.assertNotIn(SECRET, text, where)
+
+    def test_bad_configuration_exits_2_unreachable_api_exits_3(self):
+        """One line quoting the bad part; exit 3 when the API DB is down."""
+        malformed = write_conf(
+            self.tmp, 'malformed.conf', self.world.api_url,
+            cells_default='cell1',
+            cells_projects='cell2:%s,cell3' % self.projects[0])
+        no_api = write_conf(self.tmp, 'no-api.conf', None,
+                            cells_default='cell1')
+        unreachable = write_conf(
+            self.tmp, 'unreachable.conf',
+            'mysql+pymysql://nova:%s@127.0.0.1:1/nova_api' % SECRET,
+            cells_default='cell1',
+            # A service's retry settings; the command must not use them.
+            extra='[api_database]\nmax_retries = 10\nretry_interval = 10\n')
+        runs = self.cli_many([
+            ['--config-file', malformed, 'check'],
+            ['--config-file', no_api, 'list'],
+            ['--config-file', unreachable, 'check'],
+            ['--config-file', unreachable, 'list'],
+        ])
+        for run in runs[:2]:
+            self.assertExit(2, run)
+            lines = run.err.splitlines()
+            self.assertEqual(1, len(lines), run)
+            self.assertTrue(lines[0].startswith('nova-cellsched: error: '),
+                            run)
+            self.assertEqual('', run.out, run)
+        self.assertIn("[cellsched] cells_projects: 'cell3'", runs[0].err)
+        self.assertIn('[api_database] connection is not set', runs[1].err)
+        self.assertIn('no-api.conf', runs[1].err)
+        for run in runs[2:]:
+            self.assertExit(3, run)
+            self.assertIn(
+                'nova-cellsched: error: cannot read the nova API database '
+                'at mysql+pymysql://nova:***@127.0.0.1:1/nova_api', run.err)
+            self.assertIn('[api_database] connection', run.err)
+            self.assertNotIn(SECRET, run.err + run.out)
+            self.assertEqual('', run.out, run)
+            # One connection attempt, not oslo.db's service retry loop.
+            self.assertLessEqual(run.err.count('SQL connection failed'), 1,
+                                 run)
+            self.assertNotIn('Background on this error', run.err)
+
+
+class ListCliTest(CliTestCase):
+    """``list`` on MariaDB cells."""
+
+    CELLS = [
+        ('cell0', seed.Population(instances=6, deleted_per_instance=1,
+                                  error_only=True)),
+        ('cell1', seed.Population(instances=30, deleted_per_instance=1,
+                                  hosts=4)),
+        ('cell2', seed.Population(instances=30, deleted_per_instance=1,
+                                  hosts=4)),
+    ]
+
+    def setUp(self):
+        super().setUp()
+        self.conf = write_conf(self.tmp, 'nova.conf', self.world.api_url,
+                               self.world.url_of('cell0'),
+                               cells_default='cell1')
+        self.ctx = nova_context.get_admin_context()
+
+    def library_order(self, **kwargs):
+        result = listing.list_instances(self.ctx, engines=self.world.engines,
+                                        **kwargs)
+        self.assertTrue(result.complete, result.failures)
+        return [r['uuid'] for r in result.instances]
+
+    def test_list_formats(self):
+        """Table and --long: every live instance once, in order.
+
+        The short JSON form is checked by the paging test.
+        """
+        table, long_json, long_table = self.cli_many([
+            ['list'], ['list', '--long', '-f', 'json', '--limit', '5'],
+            ['list', '--long', '--limit', '3']], conf=self.conf)
+        for run in (table, long_json, long_table):
+            self.assertExit(0, run)
+        expected = self.library_order()
+        self.assertEqual(self.all_live(), set(expected))
+
+        rows = table.table()
+        self.assertEqual(list(list_cmd.SHORT_FIELDS), list(rows[0]))
+        self.assertEqual(expected, [r['uuid'] for r in rows])
+        for uuid in expected:
+            self.assertEqual(1, table.out.count(uuid), uuid)
+
+        records = long_json.json()
+        self.assertEqual(expected[:5], [r['uuid'] for r in records])
+        for record in records:
+            self.assertEqual(list(listing.DETAIL_FIELDS), list(record))
+            self.assertIsInstance(record['addresses'], dict)
+            self.assertIsInstance(record['metadata'], dict)
+            self.assertEqual(record['flavor_name'], record['flavor']['name'])
+        rows = long_table.table()
+        self.assertEqual(list(listing.DETAIL_FIELDS), list(rows[0]))
+        self.assertEqual(expected[:3], [r['uuid'] for r in rows])
+        for row, record in zip(rows, records):
+            # net=ip, ip in tables; the flavor dict as k=v pairs.
+            self.assertRegex(row['addresses'], r'^net0=10\.[\d.]+, ')
+            self.assertIn(', 2001:db8:', row['addresses'])
+            self.assertIn('name=%s' % record['flavor']['name'],
+                          row['flavor'])
+
+    def test_paging_sorting_cells_and_filters(self):
+        """--limit/--marker pages, --sort, --cell and --filter."""
+        host = sorted(r['host'] for r in listing.list_instances(
+            self.ctx, cells=['cell2'], fields=['uuid', 'host'],
+            engines=self.world.engines).instances)[0]
+        runs = self.cli_many([
+            ['list', '--sort', 'display_name:asc', '-f', 'json',
+             '-c', 'uuid', '-c', 'display_name'],
+            ['list', '--cell', 'cell1', '--cell', seed.CELL0_UUID,
+             '-f', 'json', '-c', 'uuid', '-c', 'cell_name'],
+            ['list', '--filter', 'host=%s' % host, '--filter',
+             'vm_state=active,stopped,paused,error,shelved_offloaded',
+             '-f', 'json'],
+            ['list', '--filter', 'deleted=true', '--cell', 'cell2',
+             '-f', 'value', '-c', 'uuid'],
+        ], conf=self.conf)
+        for run in runs:
+            self.assertExit(0, run)
+        by_name, subset, by_host, deleted = runs
+
+        records = by_name.json()
+        self.assertEqual(self.library_order(sort_keys=['display_name'],
+                                            sort_dirs=['asc']),
+                         [r['uuid'] for r in records])
+        names = [r['display_name'] for r in records]
+        self.assertEqual(sorted(names), names)
+        self.assertEqual(self.all_live(), {r['uuid'] for r in records})
+
+        records = subset.json()
+        self.assertEqual(self.all_live(['cell0', 'cell1']),
+                         {r['uuid'] for r in records})
+        self.assertEqual({'cell0', 'cell1'},
+                         {r['cell_name'] for r in records})
+
+        records = by_host.json()
+        self.assertTrue(records)
+        self.assertEqual({host}, {r['host'] for r in records})
+        self.assertEqual(self.sql_uuids('cell2', INSTANCES.c.host == host,
+                                        INSTANCES.c.deleted == 0),
+                         {r['uuid'] for r in records})
+
+        self.assertEqual(self.sql_uuids('cell2', INSTANCES.c.deleted != 0),
+                         set(deleted.out.split()))
+        self.assertTrue(deleted.out.split())
+
+        # JSON pages of 40 walk every live instance once, in the full
+        # order.
+        expected = self.library_order()
+        pages, marker = [], None
+        while True:
+            args = ['list', '--limit', '40', '-f', 'json']
+            if marker:
+                args += ['--marker', marker]
+            run = self.cli(*args, conf=self.conf)
+            self.assertExit(0, run)
+            page = run.json()
+            pages.append(page)
+            if len(page) < 40:
+                break
+            marker = page[-1]['uuid']
+        self.assertEqual([40, len(expected) - 40], [len(p) for p in pages])
+        records = [r for p in pages for r in p]
+        self.assertEqual(expected, [r['uuid'] for r in records])
+        for record in records:
+            self.assertEqual(list(list_cmd.SHORT_FIELDS), list(record))
+            self.assertRegex(record['created_at'],
+                             r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$')
+            self.assertRegex(record['flavor_name'], r'^m1\.')
+        self.assertEqual({n: len(self.live[n]) for n in self.live},
+                         {n: sum(r['cell_name'] == n for r in records)
+                          for n in self.live})
+
+    def sql_uuids(self, cell, *where):
+        engine = self.world.engines.get(self.world.url_of(cell))
+        with engine.connect() as conn:
+            return {r[0] for r in conn.execute(
+                sa.select(INSTANCES.c.uuid).where(*where))}
+
+    def test_timings_stats_and_trace(self):
+        """--timings on stderr, --stats JSON per cell, --trace for Chrome."""
+        stats_file = os.path.join(self.tmp, 'stats.json')
+        trace_file = os.path.join(self.tmp, 'trace.json')
+        run = self.cli('list', '--limit', '10', '--timings', '--stats',
+                       stats_file, '--trace', trace_file, '-f', 'value',
+                       '-c', 'uuid', conf=self.conf)
+        self.assertExit(0, run)
+        self.assertEqual(self.library_order(limit=10), run.out.split())
+        for text in ('Total ms', 'Gather ms', 'Rows fetched', 'Status',
+                     'cell0', 'cell1', 'cell2'):
+            self.assertIn(text, run.err)
+        self.assertNotIn('Total ms', run.out)
+
+        with open(stats_file) as handle:
+            stats = json.load(handle)
+        self.assertEqual(10, stats['instances'])
+        self.assertTrue(stats['complete'])
+        self.assertLessEqual({'total', 'setup', 'gather', 'merge', 'view'},
+                             set(stats['seconds']))
+        cells = {c['name']: c for c in stats['cells']}
+        self.assertEqual({n: self.world.uuid_of(n) for n in self.live},
+                         {n: c['uuid'] for n, c in cells.items()})
+        for name, cell in cells.items():
+            self.assertEqual('ok', cell['status'])
+            self.assertIsNone(cell['error'])
+            # One first batch of at most the limit from every cell.
+            self.assertEqual(min(10, len(self.live[name])), cell['rows'])
+            self.assertEqual(1, cell['batches'])
+            self.assertLessEqual(set(timing.WORKER_PHASES),
+                                 set(cell['seconds']))
+            for seconds in cell['seconds'].values():
+                self.assertGreaterEqual(seconds, 0)
+
+        with open(trace_file) as handle:
+            trace = json.load(handle)
+        events = trace['traceEvents']
+        spans = [e for e in events if e['ph'] == 'X']
+        for event in spans:
+            self.assertLessEqual({'name', 'ph', 'ts', 'dur', 'pid', 'tid'},
+                                 set(event))
+        names = {e['name'] for e in spans}
+        for cell in self.live:
+            for phase in timing.WORKER_PHASES:
+                self.assertIn('%s %s' % (phase, cell), names)
+        self.assertIn('gather', names)
+        self.assertTrue(any(e['ph'] == 'M' and e['name'] == 'thread_name'
+                            for e in events))
+
+    def test_bad_inputs_exit_2_with_one_line(self):
+        """Each bad argument: exit 2, one 'nova-cellsched: error:' line."""
+        cases = [
+            (['--sort', 'nosuchkey'], "'nosuchkey'"),
+            (['--sort', 'display_name:sideways'], "'sideways'"),
+            (['--limit', '0'], "invalid limit '0'"),
+            (['--limit', 'x'], "invalid limit 'x'"),
+            (['--marker', str(uuid_lib.uuid4())], 'invalid marker'),
+            (['--cell', 'nosuchcell'], "invalid cell 'nosuchcell'"),
+            (['--filter', 'hostcell1'], "invalid filter 'hostcell1'"),
+        ]
+        runs = self.cli_many([['list'] + args for args, _ in cases],
+                             conf=self.conf)
+        for (args, quoted), run in zip(cases, runs):
+            self.assertExit(2, run)
+            lines = run.err.splitlines()
+            self.assertEqual(1, len(lines), run)
+            self.assertTrue(lines[0].startswith('nova-cellsched: error: '),
+                            run)
+            self.assertIn(quoted, lines[0], run)
+            self.assertEqual('', run.out, run)
+
+
+class DemoCliTest(CliTestCase):
+    """``demo`` builds SQLite cells once, reuses them, and they list."""
+
+    @classmethod
+    def setUpClass(cls):
+        # No shared world: the demo makes its own databases.
+        super(CliTestCase, cls).setUpClass()
+
+    def test_demo_builds_then_reuses_and_lists(self):
+        directory = os.path.join(self.tmp, 'demo')
+        args = ['demo', '--cells', '2', '--instances', '60', '--dir',
+                directory]
+        first = self.cli(*args)
+        self.assertExit(0, first)
+        self.assertIn('Built 3 cells', first.err)
+        for name in ('nova.conf', 'trace.json', 'stats.json'):
+            self.assertTrue(os.path.exists(os.path.join(directory, name)),
+                            name)
+        count = re.search(r'(\d+) instances \(deleted included\)',
+                          first.err)
+        self.assertIsNotNone(count, first)
+        rows = first.table()
+        self.assertEqual(['cell0', 'cell1', 'cell2'],
+                         [r['Cell'] for r in rows])
+        with open(os.path.join(directory, 'trace.json')) as handle:
+            self.assertTrue([e for e in json.load(handle)['traceEvents']
+                             if e['ph'] == 'X'])
+        with open(os.path.join(directory, 'stats.json')) as handle:
+            stats = json.load(handle)
+        self.assertEqual(['cell0', 'cell1', 'cell2'],
+                         sorted(c['name'] for c in stats['cells']))
+        self.assertEqual(int(count.group(1)),
+                         sum(c['rows'] for c in stats['cells']))
+
+        conf = os.path.join(directory, 'nova.conf')
+        again = self.cli(*args)
+        self.assertExit(0, again)
+        self.assertIn('Reused 3 cells', again.err)
+        self.assertNotIn('Built', again.err)
+        self.assertIn('%s instances (deleted included)' % count.group(1),
+                      again.err)
+        listed = self.cli('list', '-f', 'json', conf=conf)
+        self.assertExit(0, listed)
+        records = listed.json()
+        self.assertEqual(int(count.group(1)), len(records))
+        self.assertEqual({'cell0', 'cell1', 'cell2'},
+                         {r['cell_name'] for r in records})
+        self.assertEqual(len(records), len({r['uuid'] for r in records}))
