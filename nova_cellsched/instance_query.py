@@ -246,8 +246,9 @@ class EngineCache:
 
     Pooled connections are checked with a ping before use, so a cell
     database that restarted is reconnected instead of failing the next
-    listing. MySQL drivers get connect/read/write timeouts so a hung
-    server ends the worker thread instead of blocking it for ever.
+    listing. MySQL drivers get connect/read/write timeouts, PostgreSQL a
+    connect and a statement timeout, so a hung server ends the worker
+    thread instead of blocking it for ever.
     """
 
     def __init__(self, io_timeout: float | None = None,
@@ -303,6 +304,10 @@ def create_engine(url: str, io_timeout: float | None = None,
     elif backend == 'postgresql':
         if io_timeout:
             connect_args['connect_timeout'] = max(1, int(io_timeout + 0.999))
+            # The server ends a statement that runs (or waits for a lock)
+            # longer than that, which ends the worker blocked on it.
+            connect_args['options'] = '-c statement_timeout=%d' % int(
+                io_timeout * 1000)
     elif backend == 'sqlite':
         connect_args['check_same_thread'] = False
         if io_timeout:
