@@ -28,8 +28,13 @@ from sqlalchemy.engine import url as sa_url
 from nova_cellsched.policy import CellInfo
 
 
+#: URL query keys that drivers read as a password.
+SECRET_QUERY_KEYS = frozenset({'password', 'passwd', 'pwd', 'sslkey',
+                               'sslpassword', 'ssl_key'})
+
+
 def mask_url(url: str | None) -> str:
-    """Return *url* with its password replaced by ``***``.
+    """Return *url* with its password (also in the query) as ``***``.
 
     A value SQLAlchemy cannot read is masked whole, since it may still
     hold a secret.
@@ -37,7 +42,10 @@ def mask_url(url: str | None) -> str:
     if not url:
         return ''
     try:
-        return sa_url.make_url(url).render_as_string(hide_password=True)
+        parsed = sa_url.make_url(url)
+        query = {key: ('***' if key.lower() in SECRET_QUERY_KEYS else value)
+                 for key, value in parsed.query.items()}
+        return parsed.set(query=query).render_as_string(hide_password=True)
     except Exception:  # noqa: BLE001 - any parse error: hide it all
         return '<unparsable URL, masked>'
 

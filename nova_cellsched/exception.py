@@ -77,8 +77,9 @@ class InvalidListRequest(CellschedError):
         self.argument = argument
         self.value = value
         self.expected = expected
+        # One line, whatever the value or a library's message contain.
         super().__init__('invalid %s %r: expected %s'
-                         % (argument, value, expected))
+                         % (argument, value, ' '.join(expected.split())))
 
 
 class ApiDatabaseUnreachable(CellschedError):

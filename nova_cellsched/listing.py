@@ -32,6 +32,7 @@ Each phase is timed (see :mod:`nova_cellsched.timing`).
 import dataclasses
 import datetime
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -72,20 +73,43 @@ BASE_FIELDS = views.BASE_FIELDS
 DETAIL_FIELDS = views.DETAIL_FIELDS
 
 
-def _text(value: str) -> str:
+def check_text(value: Any) -> str:
+    """*value* if nova's utf8 columns could hold it, else ValueError.
+
+    nova's tables are utf8 (3 bytes per character at most) on MySQL: a
+    character beyond U+FFFF cannot be stored, and comparing with one makes
+    MariaDB fail the whole query. Text that is not valid UTF-8 (a lone
+    surrogate from undecodable command line bytes) cannot be sent at all.
+    """
+    if not isinstance(value, str):
+        raise TypeError('not text: %r' % (value,))
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError:
+        raise ValueError('not valid UTF-8 text')
+    if any(ord(ch) > 0xFFFF for ch in value):
+        raise ValueError('characters beyond U+FFFF cannot be in a nova '
+                         'database')
     return value
+
+
+def _text(value: str) -> str:
+    return check_text(value)
 
 
 def _text_list(value: str | Iterable[str | None]) -> tuple[str | None, ...]:
     if isinstance(value, str):
-        return tuple(v.strip() for v in value.split(',') if v.strip())
-    return tuple(value)
+        return tuple(check_text(v.strip()) for v in value.split(',')
+                     if v.strip())
+    return tuple(v if v is None else check_text(v) for v in value)
 
 
 def _time(value: str | datetime.datetime) -> datetime.datetime:
-    if isinstance(value, datetime.datetime):
-        return value
-    return timeutils.parse_isotime(value)
+    if not isinstance(value, datetime.datetime):
+        value = timeutils.parse_isotime(check_text(value))
+    # Naive UTC, as nova stores times; an aware time at the edge of the
+    # calendar cannot be moved to UTC (OverflowError, caught by the caller).
+    return timeutils.normalize_time(value)
 
 
 def _bool(value: str | bool) -> bool:
@@ -133,7 +157,7 @@ def normalize_filters(filters: Mapping[str, Any] | None
             continue
         try:
             out[name] = reader(value)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, OverflowError) as exc:
             raise exception.InvalidListRequest(
                 'filter value', '%s=%s' % (name, value),
                 'a value of the right type (%s)' % exc) from exc
@@ -401,9 +425,18 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
         tracer=profiling.trace if trace_info else None)
     group = CONF[conf_mod.GROUP_NAME]
     if limit is not None and (isinstance(limit, bool) or
-                              not isinstance(limit, int) or limit < 1):
-        raise exception.InvalidListRequest('limit', limit,
-                                           'a positive integer')
+                              not isinstance(limit, int) or
+                              not 1 <= limit <= sys.maxsize):
+        raise exception.InvalidListRequest(
+            'limit', limit, 'a positive integer up to %d' % sys.maxsize)
+    for argument, text in [('marker', marker)] + [
+            ('cell', c) for c in cells or () if isinstance(c, str)]:
+        if text is not None:
+            try:
+                check_text(text)
+            except (ValueError, TypeError) as exc:
+                raise exception.InvalidListRequest(
+                    argument, text, 'a name or uuid (%s)' % exc) from exc
     spec = sorting.SortSpec.build(sort_keys, sort_dirs,
                                   allowed=ALLOWED_SORT_KEYS)
     wanted_fields = views.check_fields(fields)
@@ -412,8 +445,12 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
         # As nova's DB API: a user sees only their own project.
         if context.project_id:
             norm_filters['project_id'] = context.project_id
-        else:
+        elif context.user_id:
             norm_filters['user_id'] = context.user_id
+        else:
+            raise exception.InvalidListRequest(
+                'context', 'non-admin, no project, no user',
+                'an admin context, or one with a project or user id')
     if skip_down_cells is None:
         skip_down_cells = CONF.api.list_records_by_skipping_down_cells
     cell_timeout = (group.list_cell_timeout if cell_timeout is None
