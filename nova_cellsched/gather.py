@@ -142,6 +142,15 @@ class Budget:
             return None
         return max(0.0, self.seconds - self.spent)
 
+    def exhaust(self) -> None:
+        """Spend it all: the cell timed out, it gets no more time.
+
+        A future still running at its deadline is charged only when it
+        completes; the cell must not be waited for again meanwhile.
+        """
+        with self._lock:
+            self._spent = float('inf')
+
     def start(self, future: 'concurrent.futures.Future[Any]') -> Deadline:
         """Charge *future* to this budget; return the point to stop waiting.
 
@@ -255,6 +264,8 @@ class CellStream(Generic[K, R]):
             outcome = _outcome(future, deadline)
             if self._on_refetch is not None:
                 self._on_refetch(self.key, start, self._clock())
+            if outcome.status == TIMED_OUT:
+                self._budget.exhaust()
             if not outcome.ok:
                 self._failures[self.key] = outcome
                 return

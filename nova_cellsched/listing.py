@@ -323,7 +323,11 @@ class _Listing:
         """Wait for one future per cell, each within its cell's budget."""
         deadlines = {uuid: self.budgets[uuid].start(future)
                      for uuid, future in futures.items()}
-        return gather.gather(futures, deadlines)
+        outcomes = gather.gather(futures, deadlines)
+        for uuid, outcome in outcomes.items():
+            if outcome.status == gather.TIMED_OUT:
+                self.budgets[uuid].exhaust()
+        return outcomes
 
     def submit_after(self, cell: Cell, limit: int | None,
                      last: Mapping[str, Any]) -> 'futurist.Future[Any]':
@@ -530,6 +534,10 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     if views.needs_details(state.fields) and rows:
         by_cell: dict[str, list[str]] = {}
         for row in rows:
+            if row[views.CELL_KEY] in state.failures:
+                # Timed out or failed on a later batch: not asked again;
+                # its rows already merged keep their own columns.
+                continue
             by_cell.setdefault(row[views.CELL_KEY], []).append(row['uuid'])
         with recorder.span('details'):
             futures = {uuid: state.executor.submit(
