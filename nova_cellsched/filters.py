@@ -25,10 +25,12 @@ from typing import Any
 import nova.conf
 from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cellsched import cells
 from nova_cellsched import conf
+from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched import policy_cache
 
 LOG = logging.getLogger(__name__)
@@ -36,9 +38,50 @@ CONF = nova.conf.CONF
 conf.register_opts(CONF)
 
 
-def _read_options() -> policy_cache.RawOptions:
+def _read_group() -> policy_cache.RawOptions:
     group = CONF[conf.GROUP_NAME]
-    return tuple(group.cells_default), group.cells_projects
+    values = []
+    for name in ('cells_default', 'cells_projects'):
+        try:
+            values.append(getattr(group, name))
+        except cfg.Error as exc:
+            # '$name' is oslo.config's reference to another option.
+            missing = getattr(exc, 'opt_name', None)
+            raise InvalidCellsMapping(
+                name, '<unreadable>', '$%s' % missing if missing else name,
+                'oslo.config cannot read the value (%s); a "$" refers to '
+                'another option, write "$$" for a literal "$"' % exc
+            ) from exc
+    return tuple(values[0]), values[1]
+
+
+def _read_options() -> policy_cache.RawOptions:
+    """Both options, from one consistent state of the configuration.
+
+    A SIGHUP between reading the two options would pair the old value of
+    one with the new value of the other; read until two reads agree.
+    """
+    raw = _read_group()
+    for _attempt in range(5):
+        again = _read_group()
+        if again == raw:
+            break
+        raw = again
+    return raw
+
+
+def _after_reload(conf_obj: cfg.ConfigOpts, fresh: Any) -> None:
+    """Drop option values cached during a SIGHUP reload.
+
+    oslo.config clears its value cache *before* it parses the files and
+    installs the new values; a scheduler thread that read an option in
+    between cached the old value again, until the next SIGHUP. Now that
+    the new values are in, clear the cache once more (clear_default on an
+    option of ours that never has a default override is the public call
+    that does it).
+    """
+    conf_obj.clear_default('cells_default', group=conf.GROUP_NAME)
+
 
 
 def pinned_cell(spec_obj: Any) -> str | None:
@@ -93,6 +136,8 @@ class ProjectCellFilter(filters.BaseHostFilter):
 
     def __init__(self) -> None:
         super().__init__()
+        # oslo.config keeps hooks in a set: registering again is a no-op.
+        CONF.register_mutate_hook(_after_reload)
         # Fails here, so the scheduler does not start, on a malformed value.
         self._cache = policy_cache.PolicyCache(
             _read_options, cells.load_cell_infos,

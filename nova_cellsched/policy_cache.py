@@ -85,6 +85,7 @@ class PolicyCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._rejected_raw: RawOptions | None = None
+        self._unreadable: str | None = None
         raw = read_options()
         mapping = mapping_mod.parse(*raw)
         # Cells are loaded on first use, not here: the scheduler may build
@@ -100,7 +101,16 @@ class PolicyCache:
     def current(self) -> policy_mod.Policy:
         """Return the policy for the option values in force now."""
         state = self._state
-        raw = self._read_options()
+        try:
+            raw = self._read_options()
+        except InvalidCellsMapping as exc:
+            # A value the configuration library cannot even read.
+            if str(exc) != self._unreadable:
+                self._unreadable = str(exc)
+                LOG.error('Ignoring the new [cellsched] options, the last '
+                          'good mapping stays in force: %s', exc)
+            return state.policy
+        self._unreadable = None
         if raw != state.raw:
             if raw != self._rejected_raw:
                 state = self._reparse(raw)
@@ -130,6 +140,13 @@ class PolicyCache:
 
     def _reparse(self, raw: RawOptions) -> _State:
         with self._lock:
+            # Read again under the lock: a request that read the options
+            # before another one installed newer values must not roll
+            # them back.
+            try:
+                raw = self._read_options()
+            except InvalidCellsMapping:
+                return self._state
             state = self._state
             if raw == state.raw or raw == self._rejected_raw:
                 return state
