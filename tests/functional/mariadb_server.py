@@ -1,0 +1,474 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Private MariaDB servers that tests may kill, freeze and restart.
+
+:class:`MariaDBServer` runs its own ``mariadbd`` (own datadir in a temp
+dir, own port on 127.0.0.1), so a cell database can fail for real while
+the shared server and the other cells keep serving. The process is
+SIGKILLed (:meth:`~MariaDBServer.kill`), SIGSTOPped
+(:meth:`~MariaDBServer.freeze`), SIGCONTed (:meth:`~MariaDBServer.thaw`)
+and restarted on the same datadir and port
+(:meth:`~MariaDBServer.restart`). Cleanup always resumes and stops it and
+removes its files; an ``atexit`` hook does the same for servers a crashed
+test could not clean up.
+
+:func:`build_world` puts nova's API database and cell databases on such
+servers (nova's schema is migrated once per process and then cloned, so
+ten cells cost seconds), registers the cell mappings and seeds instances;
+:func:`use_world` points nova's API database at it for one test.
+"""
+
+import atexit
+from collections.abc import Sequence
+import dataclasses
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
+import uuid as uuid_lib
+
+import fixtures
+from nova.db.api import api as api_db_api
+from nova import objects
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import test_fixtures as db_fixtures
+import pymysql
+import sqlalchemy as sa
+
+from nova_cellsched import cells as cells_mod
+from nova_cellsched import instance_query
+from nova_cellsched import seed
+
+MARIADBD = os.environ.get('NOVA_CELLSCHED_TEST_MARIADBD', '/usr/sbin/mariadbd')
+INSTALL_DB = os.environ.get('NOVA_CELLSCHED_TEST_MARIADB_INSTALL_DB',
+                            '/usr/bin/mariadb-install-db')
+
+#: Small buffers and no durability beyond a process crash: starts in
+#: about a second and survives SIGKILL (flush at commit = 2 writes the
+#: log to the OS at every commit).
+SERVER_OPTIONS = (
+    '--innodb-buffer-pool-size=32M', '--innodb-log-file-size=8M',
+    '--innodb-flush-log-at-trx-commit=2', '--skip-log-bin',
+    '--performance-schema=OFF', '--skip-name-resolve',
+    '--max-connections=1000', '--character-set-server=utf8mb4',
+    '--collation-server=utf8mb4_general_ci',
+)
+
+_LIVE: 'set[MariaDBServer]' = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def unavailable() -> str | None:
+    """Why private servers cannot run here, or None."""
+    for path in (MARIADBD, INSTALL_DB):
+        if not os.access(path, os.X_OK):
+            return '%s is not installed' % path
+    return None
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        with open('/proc/sys/net/ipv4/ip_local_port_range') as handle:
+            low, high = handle.read().split()
+            return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing uses right now.
+
+    Picked below the kernel's ephemeral range, so that while a server is
+    killed no client connection can take its port and it restarts on it.
+    """
+    low, _high = _ephemeral_range()
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return int(sock.getsockname()[1])
+
+
+class ServerError(Exception):
+    """The private server did not start or stop as asked."""
+
+
+class MariaDBServer(fixtures.Fixture):
+    """One private ``mariadbd``; root has no password.
+
+    :param name: a label for messages and the temp dir.
+    :param start_timeout: seconds to wait for the server to answer.
+    """
+
+    def __init__(self, name: str = 'cells',
+                 start_timeout: float = 60.0) -> None:
+        super().__init__()
+        self.name = name
+        self.start_timeout = start_timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.frozen = False
+
+    # Life cycle
+
+    def _setUp(self) -> None:
+        problem = unavailable()
+        if problem:
+            raise ServerError(problem)
+        # tmpfs when there is one: DDL and commits cost no fsync.
+        base = '/dev/shm' if os.access('/dev/shm', os.W_OK) else None
+        self.dir = tempfile.mkdtemp(prefix='ncs-mariadb-%s-' % self.name,
+                                    dir=base)
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.datadir = os.path.join(self.dir, 'data')
+        self.socket = os.path.join(self.dir, 'mariadb.sock')
+        self.log = os.path.join(self.dir, 'error.log')
+        self.port = free_port()
+        done = subprocess.run(
+            [INSTALL_DB, '--no-defaults', '--user=root',
+             '--datadir=%s' % self.datadir, '--tmpdir=%s' % self.dir,
+             '--auth-root-authentication-method=normal', '--skip-test-db',
+             '--innodb-buffer-pool-size=32M', '--innodb-log-file-size=8M',
+             '--skip-log-bin', '--skip-name-resolve'],
+            capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise ServerError('mariadb-install-db failed (%d): %s'
+                              % (done.returncode, done.stderr[-2000:]))
+        self.addCleanup(self.stop)
+        for attempt in range(3):
+            try:
+                self.start()
+                return
+            except ServerError:
+                # Another test may have taken the port meanwhile.
+                if attempt == 2:
+                    raise
+                self.port = free_port()
+
+    def _command(self) -> list[str]:
+        return [MARIADBD, '--no-defaults', '--user=root',
+                '--datadir=%s' % self.datadir, '--socket=%s' % self.socket,
+                '--tmpdir=%s' % self.dir,
+                '--pid-file=%s' % os.path.join(self.dir, 'mariadbd.pid'),
+                '--port=%d' % self.port, '--bind-address=127.0.0.1',
+                '--skip-networking=0', '--log-error=%s' % self.log,
+                *SERVER_OPTIONS]
+
+    def start(self) -> None:
+        """Start mariadbd and wait (bounded) until it answers."""
+        if self.running:
+            raise ServerError('%s is already running' % self.name)
+        # Own session: a signal meant for the test runner never reaches it.
+        self.process = subprocess.Popen(
+            self._command(), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.frozen = False
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        deadline = time.monotonic() + self.start_timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ServerError('mariadbd %s exited with %s: %s' % (
+                    self.name, self.process.returncode, self.log_tail()))
+            try:
+                self.query('SELECT 1', connect_timeout=1)
+                return
+            except pymysql.err.MySQLError as exc:
+                last = exc
+                time.sleep(0.05)
+        self.stop()
+        raise ServerError('mariadbd %s did not answer within %.0fs (%s): %s'
+                          % (self.name, self.start_timeout, last,
+                             self.log_tail()))
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the server vanishes as in a crash."""
+        self._signal(signal.SIGKILL)
+        self._wait(10)
+
+    def freeze(self) -> None:
+        """SIGSTOP: connections stay open, nothing is answered."""
+        self._signal(signal.SIGSTOP)
+        self.frozen = True
+
+    def thaw(self) -> None:
+        """SIGCONT after :meth:`freeze`."""
+        self._signal(signal.SIGCONT)
+        self.frozen = False
+
+    def restart(self) -> None:
+        """Stop (cleanly if it runs) and start again: same data, port."""
+        self.stop()
+        self.start()
+
+    def stop(self) -> None:
+        """Resume, terminate, and SIGKILL if that takes too long."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self._signal(signal.SIGCONT)
+            self._signal(signal.SIGTERM)
+            if not self._wait(30):
+                self._signal(signal.SIGKILL)
+                self._wait(10)
+        self.frozen = False
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+
+    def _signal(self, signum: int) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                self.process.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    def _wait(self, seconds: float) -> bool:
+        assert self.process is not None
+        try:
+            self.process.wait(timeout=seconds)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def log_tail(self, chars: int = 2000) -> str:
+        try:
+            with open(self.log, errors='replace') as handle:
+                return handle.read()[-chars:]
+        except OSError:
+            return '(no log)'
+
+    # Access
+
+    def url(self, database: str = '', user: str = 'root',
+            password: str | None = None) -> str:
+        """A SQLAlchemy URL (PyMySQL) for *database* on this server."""
+        return sa.engine.URL.create(
+            'mysql+pymysql', username=user, password=password,
+            host='127.0.0.1', port=self.port,
+            database=database or None).render_as_string(hide_password=False)
+
+    def query(self, sql: str, args: Any = None,
+              connect_timeout: float = 10) -> list[tuple[Any, ...]]:
+        """Run one statement on a fresh connection (never pooled)."""
+        conn = pymysql.connect(host='127.0.0.1', port=self.port,
+                               user='root', connect_timeout=connect_timeout,
+                               read_timeout=30, write_timeout=30,
+                               autocommit=True)
+        try:
+            with conn.cursor() as cursor:
+                cursor.execute(sql, args)
+                return list(cursor.fetchall())
+        finally:
+            conn.close()
+
+    def threads_connected(self) -> int:
+        """Client connections open now (this query's own excluded)."""
+        rows = self.query("SHOW STATUS LIKE 'Threads_connected'")
+        return int(rows[0][1]) - 1
+
+    def create_user(self, user: str, password: str) -> None:
+        """A user with every privilege, logging in with *password*."""
+        self.query("CREATE USER IF NOT EXISTS %s@'%%' IDENTIFIED BY %s",
+                   (user, password))
+        self.query("GRANT ALL PRIVILEGES ON *.* TO %s@'%%'", (user,))
+
+
+@atexit.register
+def _stop_leftovers() -> None:
+    with _LIVE_LOCK:
+        left = list(_LIVE)
+    for server in left:
+        try:
+            server.stop()
+            shutil.rmtree(server.dir, ignore_errors=True)
+        except Exception:  # noqa: BLE001,S110 - best effort at exit
+            pass
+
+
+# nova's schema: migrated once per process, then cloned.
+
+_SCHEMAS: dict[str, tuple[list[str], list[str]]] = {}
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def _capture_schema(url: str) -> tuple[list[str], list[str]]:
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            tables = [r[0] for r in conn.execute(sa.text(
+                "SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'"))]
+            ddl = [conn.execute(sa.text('SHOW CREATE TABLE `%s`' % t)
+                                ).one()[1] for t in tables]
+            versions = [r[0] for r in conn.execute(sa.text(
+                'SELECT version_num FROM alembic_version'))]
+        return ddl, versions
+    finally:
+        engine.dispose()
+
+
+def _apply_schema(url: str, ddl: Sequence[str],
+                  versions: Sequence[str]) -> None:
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool,
+                              isolation_level='AUTOCOMMIT')
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text('SET FOREIGN_KEY_CHECKS = 0'))
+            for statement in ddl:
+                conn.exec_driver_sql(statement)
+            for version in versions:
+                conn.execute(sa.text(
+                    'INSERT INTO alembic_version (version_num) VALUES (:v)'),
+                    {'v': version})
+    finally:
+        engine.dispose()
+
+
+def create_nova_database(server: MariaDBServer, name: str,
+                         kind: str = 'main') -> str:
+    """Create database *name* with nova's *kind* (main/api) schema."""
+    url = seed.create_database(server.url(), name)
+    with _SCHEMAS_LOCK:
+        schema = _SCHEMAS.get(kind)
+        if schema is None:
+            seed.apply_schema(url, kind)
+            _SCHEMAS[kind] = _capture_schema(url)
+            return url
+    _apply_schema(url, *schema)
+    return url
+
+
+# Worlds: an API database and cells spread over private servers.
+
+@dataclasses.dataclass
+class CellDB:
+    name: str
+    uuid: str
+    url: str
+    server: MariaDBServer
+
+
+@dataclasses.dataclass
+class World:
+    """Databases built by :func:`build_world`."""
+
+    api_url: str
+    api_server: MariaDBServer
+    cells: dict[str, CellDB]
+    projects: list[str]
+
+    def live_uuids(self, names: Sequence[str] | None = None
+                   ) -> dict[str, set[str]]:
+        """Cell name -> uuids of its live, listable instances, by SQL."""
+        table = instance_query.INSTANCES
+        out = {}
+        for name in names or self.cells:
+            engine = sa.create_engine(self.cells[name].url,
+                                      poolclass=sa.pool.NullPool)
+            try:
+                with engine.connect() as conn:
+                    out[name] = {r[0] for r in conn.execute(
+                        sa.select(table.c.uuid).where(
+                            table.c.deleted == 0,
+                            sa.or_(table.c.vm_state != 'soft-delete',
+                                   table.c.vm_state.is_(None)),
+                            sa.or_(table.c.hidden == sa.false(),
+                                   table.c.hidden.is_(None))))}
+            finally:
+                engine.dispose()
+        return out
+
+    def count_live(self, name: str) -> int:
+        """``SELECT COUNT(*)`` of the live instances of one cell."""
+        engine = sa.create_engine(self.cells[name].url,
+                                  poolclass=sa.pool.NullPool)
+        table = instance_query.INSTANCES
+        try:
+            with engine.connect() as conn:
+                return int(conn.execute(
+                    sa.select(sa.func.count()).select_from(table).where(
+                        table.c.deleted == 0)).scalar_one())
+        finally:
+            engine.dispose()
+
+    def on(self, server: MariaDBServer) -> list[str]:
+        """Names of the cells whose database is on *server*."""
+        return [c.name for c in self.cells.values() if c.server is server]
+
+
+def build_world(api_server: MariaDBServer,
+                cells: Sequence[tuple[str, MariaDBServer,
+                                      seed.Population]],
+                seed_value: int = 0, user: str = 'root',
+                password: str | None = None) -> World:
+    """API database on *api_server*, each cell on its server, seeded.
+
+    The cell mappings hold URLs for *user*/*password* (the user must
+    exist on every server).
+    """
+    tag = 'ncs_%s' % uuid_lib.uuid4().hex[:10]
+    api_url = create_nova_database(api_server, '%s_api' % tag, 'api')
+    projects = seed.project_ids(6, seed_value)
+    out: dict[str, CellDB] = {}
+    for name, server, population in cells:
+        root_url = create_nova_database(server, '%s_%s' % (tag, name))
+        url = server.url('%s_%s' % (tag, name), user=user,
+                         password=password)
+        cell_id, cell_uuid = seed.register_cell(
+            api_url, name, url,
+            cell_uuid=seed.CELL0_UUID if name == 'cell0' else None,
+            transport_url='fake://%s' % name)
+        if not population.projects:
+            population = dataclasses.replace(population, projects=projects)
+        seed.seed_cell(root_url, api_url, cell_id, name, population,
+                       seed=seed_value)
+        out[name] = CellDB(name, cell_uuid, url, server)
+    return World(api_url, api_server, out, projects)
+
+
+class UseWorld(fixtures.Fixture):
+    """Point nova's API database (objects, contexts) at *world*."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__()
+        self.world = world
+
+    def _setUp(self) -> None:
+        cells_mod.register_messaging_opts()
+        objects.register_all()
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
+        self.facade = enginefacade.transaction_context()
+        # One connection attempt: a test that stopped the API database
+        # wants the error now, not after oslo.db's ten retries.
+        self.facade.configure(connection=self.world.api_url, max_retries=1,
+                              retry_interval=0)
+        self.useFixture(db_fixtures.ReplaceEngineFacadeFixture(
+            api_db_api.context_manager, self.facade))
+        self.addCleanup(self.facade.dispose_pool)

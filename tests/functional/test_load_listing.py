@@ -1,0 +1,331 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""32 threads list instances of 10 cells at once for 30 seconds.
+
+Ten cells and cell0 on two private MariaDB servers (the API database on
+the first). A set of queries (orders, limits, markers, filters, cell
+subsets, joined details, a non-admin context) is answered once, checked
+against nova's own lister and the databases, and then asked again and
+again by 32 threads sharing one engine cache, as the threads of nova-api
+would. Every answer must be the same; afterwards the threads and the
+database connections must go back to where they were.
+
+Latency, throughput and memory are printed (stestr keeps the output),
+never asserted: the machine is shared. Set NOVA_CELLSCHED_LOAD_SECONDS to
+run longer (never shorter than 30 seconds).
+"""
+
+import os
+import resource
+import statistics
+import threading
+import time
+
+from nova.compute import vm_states
+import nova.conf
+from nova import context as nova_context
+import nova.context
+from nova import objects
+from nova.tests import fixtures as nova_fixtures
+from oslo_config import fixture as config_fixture
+from oslotest import base
+import psutil
+import sqlalchemy as sa
+import testtools.content
+
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import instance_query
+from nova_cellsched import listing
+from nova_cellsched import seed
+from tests.functional import mariadb_server as mdb
+from tests.functional.test_listing_vs_nova import nova_uuids
+
+CONF = nova.conf.CONF
+DURATION = max(30.0, float(os.environ.get('NOVA_CELLSCHED_LOAD_SECONDS',
+                                          '30')))
+THREADS = 32
+CELLS = 10
+LIVE = 150
+
+
+def _percentile(values, fraction):
+    ordered = sorted(values)
+    if not ordered:
+        return float('nan')
+    index = min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class ListingLoadTest(base.BaseTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls._fixtures = []
+        try:
+            cls.first = cls._start(mdb.MariaDBServer('load-a'))
+            cls.second = cls._start(mdb.MariaDBServer('load-b'))
+            population = seed.Population(instances=LIVE,
+                                         deleted_per_instance=1, hosts=10,
+                                         metadata_keys=2)
+            cells = [('cell0', cls.first,
+                      seed.Population(instances=15, error_only=True))]
+            for index in range(1, CELLS + 1):
+                cells.append(('cell%d' % index,
+                              cls.first if index <= CELLS // 2
+                              else cls.second, population))
+            cls.world = mdb.build_world(cls.first, cells, seed_value=3)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def _start(cls, fixture):
+        fixture.setUp()
+        cls._fixtures.append(fixture)
+        return fixture
+
+    @classmethod
+    def tearDownClass(cls):
+        for fixture in reversed(cls._fixtures):
+            fixture.cleanUp()
+        cls._fixtures = []
+        super().tearDownClass()
+
+    def setUp(self):
+        super().setUp()
+        self.cfg = self.useFixture(config_fixture.Config(CONF))
+        conf_mod.register_opts(CONF)
+        self.use_world = self.useFixture(mdb.UseWorld(self.world))
+        # nova's lister (the yardstick) starts nova's cell worker pool.
+        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
+        # nova picks its name-filter operator from [database] connection.
+        self.cfg.config(connection=self.world.cells['cell1'].url,
+                        group='database')
+
+    def queries(self):
+        """(label, context, kwargs) of the queries the threads ask."""
+        admin = nova_context.get_admin_context()
+        project = self.world.projects[0]
+        user = nova_context.RequestContext(user_id='someone',
+                                           project_id=project,
+                                           is_admin=False)
+        everything = sorted(set().union(*self.world.live_uuids().values()))
+        marker = everything[len(everything) // 3]
+        return [
+            ('default order, limit 100', admin, dict(limit=100)),
+            ('display_name asc, marker, limit 50', admin, dict(
+                sort_keys=['display_name'], sort_dirs=['asc'], limit=50,
+                marker=marker)),
+            ('uuid asc, limit 1000 (refetches)', admin, dict(
+                sort_keys=['uuid'], sort_dirs=['asc'], limit=1000)),
+            ('one project, all of it', admin, dict(
+                filters={'project_id': project},
+                sort_keys=['created_at'], sort_dirs=['desc'])),
+            ('active/stopped by host', admin, dict(
+                filters={'vm_state': [vm_states.ACTIVE, vm_states.STOPPED]},
+                sort_keys=['host', 'display_name'],
+                sort_dirs=['asc', 'desc'], limit=300)),
+            ('two cells', admin, dict(cells=['cell2', 'cell9'], limit=200)),
+            ('detail fields', admin, dict(fields=listing.DETAIL_FIELDS,
+                                          limit=40)),
+            ('deleted', admin, dict(filters={'deleted': True}, limit=120,
+                                    sort_keys=['launched_at'],
+                                    sort_dirs=['asc'])),
+            ('non-admin context', user, dict(limit=500)),
+        ]
+
+    def check_against_nova_and_sql(self, label, ctx, kwargs, got):
+        """The single-threaded answers are right to begin with."""
+        mappings = {cm.name: cm for cm in objects.CellMappingList.get_all(
+            nova_context.get_admin_context())}
+        keys = kwargs.get('sort_keys') or []
+        if 'host' not in keys and 'launched_at' not in keys and \
+                ctx.is_admin:
+            # nova's merge cannot compare NULL sort values; these keys
+            # never are NULL in the seeded cells.
+            cells = [mappings[n] for n in kwargs.get('cells') or mappings]
+            filters = dict(kwargs.get('filters') or {})
+            filters.setdefault('deleted', False)
+            expected = nova_uuids(ctx, cells, filters, kwargs.get('limit'),
+                                  kwargs.get('marker'), keys,
+                                  kwargs.get('sort_dirs') or [])
+            self.assertEqual(expected, got, label)
+        if 'limit' not in kwargs:
+            project = kwargs['filters']['project_id']
+            self.assertEqual(
+                set(self._by_sql(project_id=project)), set(got), label)
+        if not ctx.is_admin:
+            self.assertLessEqual(set(got),
+                                 set(self._by_sql(project_id=ctx.project_id)))
+
+    def _by_sql(self, project_id):
+        table = instance_query.INSTANCES
+        out = []
+        for cell in self.world.cells.values():
+            engine = sa.create_engine(cell.url, poolclass=sa.pool.NullPool)
+            with engine.connect() as conn:
+                out += [r[0] for r in conn.execute(sa.select(
+                    table.c.uuid).where(table.c.deleted == 0,
+                                        table.c.project_id == project_id))]
+            engine.dispose()
+        return out
+
+    def connections(self):
+        return (self.first.threads_connected(),
+                self.second.threads_connected())
+
+    def test_32_threads_for_30_seconds(self):
+        cold_conns = self.connections()
+        engines = instance_query.EngineCache(io_timeout=60)
+        self.addCleanup(engines.dispose)
+        queries = []
+        for label, ctx, kwargs in self.queries():
+            result = listing.list_instances(ctx, engines=engines, **kwargs)
+            self.assertTrue(result.complete, (label, result.failures))
+            got = [r['uuid'] for r in result.instances]
+            self.assertTrue(got, label)
+            self.check_against_nova_and_sql(label, ctx, kwargs, got)
+            queries.append((label, ctx, kwargs, got))
+        # nova's lister (the check above) keeps an engine per cell.
+        for db_connection, _mq in nova.context.CELL_CACHE.values():
+            db_connection.dispose_pool()
+
+        process = psutil.Process()
+        baseline_threads = threading.active_count()
+        warm_conns = self.connections()
+        rss_start = process.memory_info().rss
+        latencies = [[] for _ in range(THREADS)]
+        errors, wrong = [], []
+        stop_at = time.monotonic() + DURATION
+        done = threading.Event()
+        samples = {'rss': [rss_start], 'threads': [baseline_threads],
+                   'conns': [warm_conns]}
+
+        def monitor():
+            tick = 0
+            while not done.wait(0.25):
+                samples['rss'].append(process.memory_info().rss)
+                samples['threads'].append(threading.active_count())
+                tick += 1
+                if tick % 4 == 0:
+                    samples['conns'].append(self.connections())
+
+        def worker(index):
+            count = index
+            while time.monotonic() < stop_at and len(errors) < 20:
+                label, ctx, kwargs, expected = queries[count % len(queries)]
+                count += 1
+                start = time.perf_counter()
+                try:
+                    result = listing.list_instances(ctx, engines=engines,
+                                                    **kwargs)
+                except Exception as exc:  # noqa: BLE001 - reported below
+                    errors.append('%s: %r' % (label, exc))
+                    continue
+                latencies[index].append(time.perf_counter() - start)
+                got = [r['uuid'] for r in result.instances]
+                if not result.complete or got != expected:
+                    wrong.append((label, [f.describe()
+                                          for f in result.failures]))
+
+        watcher = threading.Thread(target=monitor, name='load-monitor')
+        watcher.start()
+        workers = [threading.Thread(target=worker, args=(i,),
+                                    name='load-%d' % i)
+                   for i in range(THREADS)]
+        started = time.monotonic()
+        for thread in workers:
+            thread.start()
+        for thread in workers:
+            thread.join(timeout=max(1.0, stop_at + 180 - time.monotonic()))
+        stuck = [t.name for t in workers if t.is_alive()]
+        wall = time.monotonic() - started
+        done.set()
+        watcher.join(10)
+        after_load_conns = self.connections()
+        rss_end = process.memory_info().rss
+
+        # Let the pools' idle workers exit, then close the pools.
+        threads_after = _settle(lambda: threading.active_count(),
+                                baseline_threads + 2)
+        engines.dispose()
+        self.use_world.facade.dispose_pool()
+        conns_after = _settle(self.connections, cold_conns)
+
+        flat = [x for per in latencies for x in per]
+        report = []
+        peak_conns = tuple(max(c[i] for c in samples['conns'])
+                           for i in range(2))
+        report.append('load: %d threads x %.0fs against %d cells (+cell0): %d '
+              'listings in %.1fs (%.1f/s), %d errors, %d wrong answers'
+              % (THREADS, DURATION, CELLS, len(flat), wall,
+                 len(flat) / wall, len(errors), len(wrong)))
+        report.append(
+            'load: latency p50 %.3fs, p90 %.3fs, p99 %.3fs, max %.3fs, '
+            'mean %.3fs' % (
+                  _percentile(flat, 0.5), _percentile(flat, 0.9),
+                  _percentile(flat, 0.99), max(flat or [0]),
+                  statistics.fmean(flat) if flat else 0.0))
+        report.append('load: threads baseline %d, peak %d, after %d'
+              % (baseline_threads, max(samples['threads']), threads_after))
+        report.append(
+            'load: connections (server a, server b) cold %s, warm %s, '
+            'peak %s, idle in pools after the load %s, after closing '
+              'the pools %s' % (cold_conns, warm_conns, peak_conns,
+                                after_load_conns, conns_after))
+        report.append('load: RSS start %.0f MiB, peak %.0f MiB, end %.0f MiB; '
+              'ru_maxrss %.0f MiB' % (
+                  rss_start / 2**20, max(samples['rss']) / 2**20,
+                  rss_end / 2**20,
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+        _report(self, 'load-report', report)
+
+        self.assertEqual([], stuck, 'deadlock: threads still listing')
+        self.assertEqual([], errors)
+        self.assertEqual([], wrong[:10])
+        self.assertGreater(len(flat), THREADS)
+        self.assertLessEqual(threads_after, baseline_threads + 2)
+        # Every pool is bounded (5 + 10 overflow per cell, nova's API
+        # pool 5 + 50 on server a) and keeps at most 5 idle connections.
+        cells_a = len(self.world.on(self.first))
+        cells_b = len(self.world.on(self.second))
+        self.assertLessEqual(peak_conns[0], cold_conns[0] + 15 * cells_a
+                             + 55)
+        self.assertLessEqual(peak_conns[1], cold_conns[1] + 15 * cells_b)
+        self.assertLessEqual(after_load_conns[0],
+                             cold_conns[0] + 5 * cells_a + 5)
+        self.assertLessEqual(after_load_conns[1],
+                             cold_conns[1] + 5 * cells_b)
+        self.assertEqual(cold_conns, conns_after)
+        self.assertLess(max(samples['rss']) - rss_start, 1024 * 2**20)
+
+
+def _report(test, name, lines):
+    """Print *lines* and keep them as a test detail (in the subunit)."""
+    text = '\n'.join(lines)
+    print(text)
+    test.addDetail(name, testtools.content.text_content(text))
+
+
+def _settle(measure, target, seconds=30.0):
+    """Poll *measure* (bounded) until it is at most *target*."""
+    deadline = time.monotonic() + seconds
+    value = measure()
+    while time.monotonic() < deadline:
+        value = measure()
+        if (value <= target if isinstance(value, int)
+                else all(v <= t for v, t in zip(value, target))):
+            return value
+        time.sleep(0.25)
+    return value
