@@ -97,6 +97,10 @@ class SortSpec:
             directions than keys, or a repeated key.
         """
         keys = list(sort_keys or ())
+        for direction in sort_dirs or ():
+            if not isinstance(direction, str):
+                raise InvalidListRequest('sort direction', direction,
+                                         "'asc' or 'desc'")
         dirs = [d.lower() for d in (sort_dirs or ())]
         for key in keys:
             if allowed is not None and key not in allowed:

@@ -155,6 +155,12 @@ class SortSpecBuildTestCase(base.BaseTestCase):
         self.assertIn('password', str(exc))
         self.assertIn('created_at, display_name, host', str(exc))
 
+    def test_build_direction_that_is_not_text_rejected(self):
+        """A library caller's None is our error, not AttributeError."""
+        exc = self.assertRaises(InvalidListRequest, sorting.SortSpec.build,
+                                ['display_name'], [None])
+        self.assertEqual('sort direction', exc.argument)
+
     def test_build_bad_direction_rejected(self):
         exc = self.assertRaises(InvalidListRequest, SortSpec.build,
                                 ['host'], ['up'])
