@@ -29,10 +29,11 @@ in :class:`Descending`, a two-method reversing box.
 """
 
 import dataclasses
+import datetime
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Iterable, Iterator
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from nova_cellsched.exception import InvalidListRequest
@@ -45,7 +46,9 @@ DEFAULT_DIRS = (DESC, DESC)
 TIE_BREAKER = 'uuid'
 
 R = TypeVar('R')
-Row = Mapping[str, Any]
+#: A row: a mapping from column name to value, or a positional tuple
+#: (see :meth:`SortSpec.key_function`).
+Row = Any
 
 
 class Descending:
@@ -66,6 +69,27 @@ class Descending:
 
     def __repr__(self) -> str:
         return 'Descending(%r)' % (self.value,)
+
+
+_ASC_NULL = (False, 0)
+_DESC_NULL = (1, 0)
+_INT_TYPES = (int, float)
+
+
+def _negated(value: Any) -> Any:
+    """A value whose ascending order is *value*'s descending order.
+
+    Equal values give equal results, and values of one column (one type)
+    give results of one type.
+    """
+    kind = type(value)
+    if kind is datetime.datetime and value.tzinfo is None:
+        return (-value.toordinal(),
+                -(value.hour * 3600 + value.minute * 60 + value.second),
+                -value.microsecond)
+    if kind in _INT_TYPES or kind is bool:
+        return -value
+    return Descending(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,29 +151,50 @@ class SortSpec:
             dirs.append(ASC)
         return cls(tuple(keys), tuple(dirs))
 
-    def key_function(self) -> Callable[[Row], tuple[Any, ...]]:
+    def key_function(self, columns: Sequence[str] | None = None
+                     ) -> Callable[[Row], tuple[Any, ...]]:
         """Return ``key(row)`` giving the row's place in this order.
 
         A NULL value sorts before every other value of its column in
-        ascending order and after them in descending order.
+        ascending order and after them in descending order. Descending
+        numbers and naive datetimes are negated into plain tuples, which
+        the heap compares in C; other descending values are boxed in
+        :class:`Descending`.
+
+        :param columns: the column names of positional rows (tuples, as
+            a database cursor returns them); None for rows that are
+            mappings from column name to value.
         """
-        getters = []
+        getters: list[tuple[Any, bool]] = []
         for name, direction in zip(self.keys, self.dirs):
-            getters.append((name, direction == DESC))
+            where = name if columns is None else list(columns).index(name)
+            getters.append((where, direction == DESC))
 
         def key(row: Row) -> tuple[Any, ...]:
             parts: list[Any] = []
-            for name, descending in getters:
-                value = row[name]
-                part = (False, 0) if value is None else (True, value)
-                parts.append(Descending(part) if descending else part)
+            for where, descending in getters:
+                value = row[where]
+                if not descending:
+                    parts.append(_ASC_NULL if value is None
+                                 else (True, value))
+                elif value is None:
+                    parts.append(_DESC_NULL)
+                else:
+                    parts.append((0, _negated(value)))
             return tuple(parts)
 
         return key
 
-    def values_of(self, row: Row) -> tuple[Any, ...]:
-        """The row's sort key values, in key order."""
-        return tuple(row[k] for k in self.keys)
+    def values_of(self, row: Row, columns: Sequence[str] | None = None
+                  ) -> tuple[Any, ...]:
+        """The row's sort key values, in key order.
+
+        :param columns: as for :meth:`key_function`.
+        """
+        if columns is None:
+            return tuple(row[k] for k in self.keys)
+        index = list(columns).index
+        return tuple(row[index(k)] for k in self.keys)
 
 
 def merge(runs: Iterable[Iterable[R]], key: Callable[[R], Any],
