@@ -51,8 +51,9 @@ asc``), same limit, marker and cells for all three:
     every server. nova runs in native threading mode, as nova-api does by
     default since 2026.1.
 (b) *ours*: ``nova_cellsched.listing.list_instances`` with
-    ``fields=DETAIL_FIELDS``, then ``jsonutils.dump_as_bytes`` of the
-    records.
+    ``fields=DETAIL_FIELDS``, then ``nova_cellsched.codec.dumps`` of the
+    records (orjson when installed, as ``benchmarks/requirements.txt``
+    does).
 (c) *floor*: the same driver without SQLAlchemy: one persistent DB-API
     connection and one thread per cell, ``SELECT`` of exactly the detail
     columns with the filter, ``ORDER BY`` and ``LIMIT <limit>`` (every cell
@@ -141,6 +142,7 @@ from oslo_serialization import jsonutils  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
 from nova_cellsched import cells as cells_mod  # noqa: E402
+from nova_cellsched import codec  # noqa: E402
 from nova_cellsched import conf as conf_mod  # noqa: E402
 from nova_cellsched import instance_query  # noqa: E402
 from nova_cellsched import listing  # noqa: E402
@@ -279,7 +281,7 @@ class OursPath:
             ctx, limit=limit, marker=marker, fields=listing.DETAIL_FIELDS,
             engines=self.engines)
         t1 = time.perf_counter()
-        payload = jsonutils.dump_as_bytes({'servers': result.instances})
+        payload = codec.dumps({'servers': result.instances})
         t2 = time.perf_counter()
         if not result.complete:
             raise Abort('ours lost cells: %s' % [

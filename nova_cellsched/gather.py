@@ -19,11 +19,8 @@ list: the database work really happens in parallel, and the deadline is
 enforced on the futures themselves, so a hung cell costs the caller at
 most its remaining time, never more.
 
-:func:`gather` waits for the first batches of all cells at once; a
-:class:`CellStream` feeds one cell's sorted rows to the merge, and
-fetches the next batch from that cell (in a worker, under the same
-deadline) only when the merge has consumed the current one and needs
-more.
+:func:`gather` waits for one task of every cell at once (a round of
+batches, or the joined details of the surviving rows).
 
 Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures ran, so one hung cell cannot use up the allowance of the
@@ -33,12 +30,12 @@ Failures are values, not log lines: every cell ends as a
 :class:`Outcome`, and a failed one keeps the original exception object.
 """
 
+import bisect
 import concurrent.futures
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from futurist import waiters
@@ -210,65 +207,31 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
             for key, future in futures.items()}
 
 
-class CellStream(Generic[K, R]):
-    """The sorted rows of one cell, fetched batch by batch on demand.
+def refetch_sizes(runs: Mapping[K, Sequence[tuple[Any, ...]]],
+                  open_cells: Collection[K], batch_size: int,
+                  limit: int | None) -> dict[K, int]:
+    """Rows to ask each open cell for in the next round; empty: done.
 
-    :param key: the cell's key (its uuid).
-    :param first: the first batch, already fetched.
-    :param submit_after: ``submit_after(last_row)`` starts fetching the
-        next batch (rows strictly after *last_row* in the listing order)
-        in a worker and returns its future; it is charged to *budget*
-        and waited for until the budget is spent.
-    :param batch_size: rows asked per batch; a shorter batch means the
-        cell has no more rows. None: the first batch was everything.
-    :param failures: where a failed refetch is recorded (by *key*).
-    :param on_refetch: ``on_refetch(key, start, end)`` after each wait
-        for a further batch, times from *clock*, for the timings.
+    :param runs: cell -> the rows fetched from it so far, in order, each
+        a tuple whose first item is its sort key.
+    :param open_cells: cells whose last batch was full (they may hold
+        more rows); each has at least one row in *runs*.
+    :param batch_size: the most rows asked of a cell in one round.
+    :param limit: rows the answer needs; None for all of them.
+
+    A cell whose last row is not among the first *limit* rows fetched so
+    far cannot contribute any more. Any other cell can contribute at most
+    ``limit - rank`` rows (``rank``: rows fetched so far that come before
+    or at its last row); it is asked for no more than a batch, so that
+    fifty cells just below the cut do not each fetch for all.
     """
-
-    def __init__(self, key: K, first: Sequence[R],
-                 submit_after: Callable[
-                     [R], 'concurrent.futures.Future[Sequence[R]]'],
-                 batch_size: int | None,
-                 budget: Budget,
-                 failures: MutableMapping[K, Outcome[Any]],
-                 on_refetch: Callable[[K, float, float], None] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        self.key = key
-        self._batch: Sequence[R] = first
-        self._submit_after = submit_after
-        self._batch_size = batch_size
-        self._budget = budget
-        self._failures = failures
-        self._on_refetch = on_refetch
-        self._clock = clock
-        self.rows_yielded = 0
-        self.batches = 1
-
-    def _more_possible(self) -> bool:
-        return (self._batch_size is not None and
-                len(self._batch) >= self._batch_size)
-
-    def __iter__(self) -> Iterator[R]:
-        while True:
-            for row in self._batch:
-                self.rows_yielded += 1
-                yield row
-            if not self._batch or not self._more_possible():
-                return
-            last = self._batch[-1]
-            start = self._clock()
-            future = self._submit_after(last)
-            deadline = self._budget.start(future)
-            waiters.wait_for_all([future], timeout=deadline.remaining())
-            outcome = _outcome(future, deadline)
-            if self._on_refetch is not None:
-                self._on_refetch(self.key, start, self._clock())
-            if outcome.status == TIMED_OUT:
-                self._budget.exhaust()
-            if not outcome.ok:
-                self._failures[self.key] = outcome
-                return
-            assert outcome.result is not None  # noqa: S101 - ok has result
-            self._batch = outcome.result
-            self.batches += 1
+    if limit is None:
+        return {cell: batch_size for cell in open_cells}
+    keys = [[row[0] for row in run] for run in runs.values()]
+    wanted = {}
+    for cell in open_cells:
+        last = runs[cell][-1][0]
+        rank = sum(bisect.bisect_right(run_keys, last) for run_keys in keys)
+        if rank < limit:
+            wanted[cell] = min(limit - rank, batch_size)
+    return wanted

@@ -31,12 +31,12 @@ from typing import Any
 
 from nova.compute import vm_states
 from nova.db.main import models
-from oslo_serialization import jsonutils
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine import url as sa_url
 from sqlalchemy.sql import ColumnElement
 
+from nova_cellsched import codec
 from nova_cellsched import sorting
 
 INSTANCES = models.Instance.__table__
@@ -45,6 +45,9 @@ INFO_CACHE = models.InstanceInfoCache.__table__
 METADATA = models.InstanceMetadata.__table__
 
 INSTANCE_COLUMNS = frozenset(c.name for c in INSTANCES.columns)
+
+#: Columns unique within one cell database (primary key, unique key).
+UNIQUE_IN_CELL = frozenset({'id', 'uuid'})
 
 #: Largest IN list sent in one statement.
 IN_CHUNK = 1000
@@ -88,30 +91,53 @@ def order_by(spec: sorting.SortSpec,
             clause = (clause.nulls_first() if direction == sorting.ASC
                       else clause.nulls_last())
         clauses.append(clause)
+        if key in UNIQUE_IN_CELL:
+            # The order is total within the cell here: later keys (the
+            # uuid tie breaker) change nothing in this cell, and leaving
+            # them out lets the database read an index in order (nova's
+            # instances_deleted_created_at_idx is (deleted, created_at)
+            # plus the primary key id) instead of sorting every row.
+            break
     return clauses
 
 
-def after_condition(spec: sorting.SortSpec,
-                    values: Sequence[Any]) -> ColumnElement[bool]:
+def after_condition(spec: sorting.SortSpec, values: Sequence[Any],
+                    bind: bool = False) -> ColumnElement[bool]:
     """Rows strictly after *values* in the order of *spec*.
 
     ``OR_i (k_1 = v_1 AND ... AND k_{i-1} = v_{i-1} AND k_i after v_i)``
     where NULL is lower than every value, as in :mod:`sorting`.
+
+    :param bind: compare with the bound parameters named by
+        :func:`after_param` instead of the *values* themselves (whose
+        NULLs still shape the condition): the statement can then be run
+        again after another row with NULLs in the same places.
     """
     alternatives = []
     equal: list[ColumnElement[bool]] = []
-    for key, direction, raw in zip(spec.keys, spec.dirs, values):
+    for index, (key, direction, raw) in enumerate(
+            zip(spec.keys, spec.dirs, values)):
         column = _sortable(key)
-        value = _sort_value(key, raw)
+        value: Any = (sa.bindparam(after_param(index), type_=column.type)
+                      if bind else _sort_value(key, raw))
         if direction == sorting.ASC:
-            after = (column.is_not(None) if value is None
+            after = (column.is_not(None) if raw is None
                      else column > value)
         else:
-            after = (sa.false() if value is None
+            after = (sa.false() if raw is None
                      else sa.or_(column < value, column.is_(None)))
         alternatives.append(sa.and_(*equal, after))
-        equal.append(column.is_(None) if value is None else column == value)
+        equal.append(column.is_(None) if raw is None else column == value)
     return sa.or_(*alternatives)
+
+
+def after_param(index: int) -> str:
+    """Name of the bound parameter of the *index*-th sort value."""
+    return 'cellsched_after_%d' % index
+
+
+#: Name of the bound parameter holding a batch's row limit.
+LIMIT_PARAM = 'cellsched_limit'
 
 
 def where_clauses(filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
@@ -184,6 +210,60 @@ def select_instances(columns: Iterable[str], filters: Mapping[str, Any],
     return query
 
 
+class BatchQuery:
+    """The SELECTs of one listing's batches: built once, run many times.
+
+    Building a SELECT of some thirty columns and having SQLAlchemy derive
+    its cache key costs about as much CPU as running it. Here each shape
+    of statement is built once (the first batch, and a batch after a row,
+    per pattern of NULLs in that row's sort values) with the limit and
+    the sort values as bound parameters, so every cell and every batch of
+    a listing reuses it, and the engine's compiled cache serves later
+    listings of the same shape.
+
+    Safe to call from several worker threads.
+    """
+
+    def __init__(self, columns: Sequence[str], filters: Mapping[str, Any],
+                 spec: sorting.SortSpec) -> None:
+        self.columns = tuple(columns)
+        self._filters = filters
+        self._spec = spec
+        self._built: dict[tuple[Any, ...], sa.Select[Any]] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, dialect: str, after: Sequence[Any] | None,
+                 limit: int | None) -> tuple[sa.Select[Any], dict[str, Any]]:
+        """The statement and its parameters for one batch."""
+        nulls = None if after is None else tuple(v is None for v in after)
+        shape = (dialect, nulls, limit is None)
+        with self._lock:
+            query = self._built.get(shape)
+            if query is None:
+                query = self._built[shape] = self._build(dialect, after,
+                                                         limit)
+        params: dict[str, Any] = {}
+        if limit is not None:
+            params[LIMIT_PARAM] = limit
+        for index, (key, value) in enumerate(zip(self._spec.keys,
+                                                 after or ())):
+            if value is not None:
+                params[after_param(index)] = _sort_value(key, value)
+        return query, params
+
+    def _build(self, dialect: str, after: Sequence[Any] | None,
+               limit: int | None) -> sa.Select[Any]:
+        query = sa.select(*[_col(c) for c in self.columns])
+        clauses = where_clauses(self._filters)
+        if after is not None:
+            clauses.append(after_condition(self._spec, after, bind=True))
+        query = query.where(*clauses).order_by(
+            *order_by(self._spec, dialect))
+        if limit is not None:
+            query = query.limit(sa.bindparam(LIMIT_PARAM, type_=sa.Integer))
+        return query
+
+
 def select_marker(uuid: str, spec: sorting.SortSpec) -> sa.Select[Any]:
     """The sort values of the instance *uuid*, deleted or not."""
     return sa.select(*[_col(k) for k in spec.keys]).where(
@@ -195,20 +275,87 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start:start + IN_CHUNK]
 
 
+def flavor_of(blob: str | None,
+              cache: dict[str, dict[str, Any]] | None = None
+              ) -> dict[str, Any] | None:
+    """The current flavor's fields from an instance_extra.flavor blob.
+
+    Instances of one flavor carry the same blob text, so *cache* (blob ->
+    parsed fields, for one listing) parses each distinct blob once.
+    """
+    if not blob:
+        return None
+    if cache is not None:
+        found = cache.get(blob)
+        if found is None:
+            current = (codec.loads(blob).get('cur') or {})
+            found = cache[blob] = dict(current.get('nova_object.data')
+                                       or {})
+        return dict(found)
+    current = (codec.loads(blob).get('cur') or {})
+    return dict(current.get('nova_object.data') or {})
+
+
+def _uuids_in(column: sa.Column[Any]) -> ColumnElement[bool]:
+    return column.in_(sa.bindparam('uuids', expanding=True))
+
+
+# The detail statements are built once: SQLAlchemy derives their cache key
+# once per process, and the uuid list is an expanding bound parameter.
+_FLAVORS = sa.select(EXTRA.c.instance_uuid, EXTRA.c.flavor).where(
+    _uuids_in(EXTRA.c.instance_uuid), EXTRA.c.deleted == 0)
+_FLAVORS_AND_NETWORK_INFO = sa.select(
+    EXTRA.c.instance_uuid, EXTRA.c.flavor, INFO_CACHE.c.network_info,
+).select_from(EXTRA.outerjoin(INFO_CACHE, sa.and_(
+    INFO_CACHE.c.instance_uuid == EXTRA.c.instance_uuid,
+    INFO_CACHE.c.deleted == 0))).where(
+    _uuids_in(EXTRA.c.instance_uuid), EXTRA.c.deleted == 0)
+_NETWORK_INFO = sa.select(
+    INFO_CACHE.c.instance_uuid, INFO_CACHE.c.network_info).where(
+    _uuids_in(INFO_CACHE.c.instance_uuid), INFO_CACHE.c.deleted == 0)
+_METADATA = sa.select(
+    METADATA.c.instance_uuid, METADATA.c.key, METADATA.c.value).where(
+    _uuids_in(METADATA.c.instance_uuid), METADATA.c.deleted == 0)
+
+
 def fetch_flavors(conn: sa.Connection,
                   uuids: Sequence[str]) -> dict[str, dict[str, Any]]:
     """uuid -> the current flavor's fields, from instance_extra.flavor."""
     out = {}
+    cache: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(uuids):
-        rows = conn.execute(sa.select(EXTRA.c.instance_uuid, EXTRA.c.flavor)
-                            .where(EXTRA.c.instance_uuid.in_(chunk),
-                                   EXTRA.c.deleted == 0))
-        for uuid, blob in rows:
-            if not blob:
-                continue
-            current = (jsonutils.loads(blob).get('cur') or {})
-            out[uuid] = dict(current.get('nova_object.data') or {})
+        for uuid, blob in conn.execute(_FLAVORS, {'uuids': chunk}):
+            flavor = flavor_of(blob, cache)
+            if flavor is not None:
+                out[uuid] = flavor
     return out
+
+
+def fetch_flavors_and_network_info(
+        conn: sa.Connection, uuids: Sequence[str]
+) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
+    """Both blobs of the *uuids* in one statement per chunk.
+
+    instance_extra LEFT JOIN instance_info_caches: one round trip instead
+    of two.
+    """
+    flavors: dict[str, dict[str, Any]] = {}
+    nw_infos: dict[str, list[Any]] = {}
+    cache: dict[str, dict[str, Any]] = {}
+    seen: set[str] = set()
+    for chunk in _chunks(uuids):
+        rows = conn.execute(_FLAVORS_AND_NETWORK_INFO, {'uuids': chunk})
+        for uuid, blob, nw_blob in rows:
+            seen.add(uuid)
+            flavor = flavor_of(blob, cache)
+            if flavor is not None:
+                flavors[uuid] = flavor
+            nw_infos[uuid] = codec.loads(nw_blob) if nw_blob else []
+    # An instance without an instance_extra row may still have a cache row.
+    missing = [u for u in uuids if u not in seen]
+    if missing:
+        nw_infos.update(fetch_network_info(conn, missing))
+    return flavors, nw_infos
 
 
 def fetch_network_info(conn: sa.Connection,
@@ -216,13 +363,8 @@ def fetch_network_info(conn: sa.Connection,
     """uuid -> the network_info list of instance_info_caches."""
     out = {}
     for chunk in _chunks(uuids):
-        rows = conn.execute(
-            sa.select(INFO_CACHE.c.instance_uuid,
-                      INFO_CACHE.c.network_info)
-            .where(INFO_CACHE.c.instance_uuid.in_(chunk),
-                   INFO_CACHE.c.deleted == 0))
-        for uuid, blob in rows:
-            out[uuid] = jsonutils.loads(blob) if blob else []
+        for uuid, blob in conn.execute(_NETWORK_INFO, {'uuids': chunk}):
+            out[uuid] = codec.loads(blob) if blob else []
     return out
 
 
@@ -231,12 +373,7 @@ def fetch_metadata(conn: sa.Connection,
     """uuid -> user metadata (instance_metadata rows)."""
     out: dict[str, dict[str, str]] = {}
     for chunk in _chunks(uuids):
-        rows = conn.execute(
-            sa.select(METADATA.c.instance_uuid, METADATA.c.key,
-                      METADATA.c.value)
-            .where(METADATA.c.instance_uuid.in_(chunk),
-                   METADATA.c.deleted == 0))
-        for uuid, key, value in rows:
+        for uuid, key, value in conn.execute(_METADATA, {'uuids': chunk}):
             out.setdefault(uuid, {})[key] = value
     return out
 
@@ -246,9 +383,9 @@ class EngineCache:
 
     Pooled connections are checked with a ping before use, so a cell
     database that restarted is reconnected instead of failing the next
-    listing. MySQL drivers get connect/read/write timeouts, PostgreSQL a
-    connect and a statement timeout, so a hung server ends the worker
-    thread instead of blocking it for ever.
+    listing. MySQL drivers get connect, read
+    and write timeouts, PostgreSQL a connect and a statement timeout, so a
+    hung server ends the worker thread instead of blocking it for ever.
     """
 
     def __init__(self, io_timeout: float | None = None,
@@ -290,7 +427,17 @@ def create_engine(url: str, io_timeout: float | None = None,
     """An engine for a cell database URL, tuned for listing."""
     parsed = sa_url.make_url(url)
     backend = parsed.get_backend_name()
-    kwargs: dict[str, Any] = {'pool_pre_ping': True}
+    # Listing only reads: every statement autocommits, so a pooled
+    # connection never holds a transaction (nor a stale snapshot) and
+    # needs no ROLLBACK round trip, neither when a Connection closes
+    # (SQLAlchemy sends one even in autocommit mode unless told not to)
+    # nor when it goes back to the pool. The ping before each use stays:
+    # it is what turns a restarted or frozen server into a reconnect or a
+    # timeout instead of a failed query.
+    kwargs: dict[str, Any] = {'isolation_level': 'AUTOCOMMIT',
+                              'skip_autocommit_rollback': True,
+                              'pool_reset_on_return': None,
+                              'pool_pre_ping': True}
     connect_args: dict[str, Any] = {}
     if backend == 'mysql':
         if (prefer_mysqldb and parsed.get_driver_name() == 'pymysql' and

@@ -32,8 +32,8 @@ name          thread                   what
 ``execute``   worker                   sending the query, first result
 ``fetch``     worker                   reading the rows
 ``gather``    caller                   first batch of every cell
-``refetch``   caller                   waiting for a further batch
-``merge``     caller                   heap merge, refetch included
+``refetch``   caller                   a further round of batches
+``merge``     caller                   heap merge of the fetched rows
 ``details``   caller                   joined data of surviving rows
 ``view``      caller                   building the output records
 ============  =======================  =================================
@@ -159,8 +159,8 @@ class Timings:
 
     ``setup`` is reading the cell mappings (and the marker) from the API
     database; ``gather`` the caller's wait for the cell databases (first
-    batches, refetches, joined details); ``merge`` the heap merge without
-    the refetch waits; ``view`` building the records; ``total`` the wall
+    batches, refetch rounds, joined details); ``merge`` the heap merge;
+    ``view`` building the records; ``total`` the wall
     time of the whole call, so ``total >= setup + gather + merge + view``.
     """
 
@@ -204,7 +204,6 @@ def summarize(spans: Sequence[Span], total: float,
                 rows[span.cell] += int(span.args.get('rows', 0))
                 batches[span.cell] += 1
     gather = caller['gather'] + caller['refetch'] + caller['details']
-    merge = max(0.0, caller['merge'] - caller['refetch'])
     cell_timings = tuple(
         CellTiming(uuid, name, status.get(uuid, ('ok', None))[0],
                    rows[uuid], batches[uuid],
@@ -214,7 +213,7 @@ def summarize(spans: Sequence[Span], total: float,
         for uuid, name in sorted(cells.items(),
                                  key=lambda kv: (kv[1] or '', kv[0])))
     return Timings(total=total, setup=caller['setup'], gather=gather,
-                   merge=merge,
+                   merge=caller['merge'],
                    view=caller['view'], details=caller['details'],
                    cells=cell_timings, spans=tuple(spans))
 

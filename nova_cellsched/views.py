@@ -18,6 +18,7 @@ tables for the surviving rows only (``flavor*`` from instance_extra,
 ``addresses`` from instance_info_caches, ``metadata``).
 """
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,9 +27,6 @@ import sqlalchemy as sa
 
 from nova_cellsched import exception
 from nova_cellsched import instance_query
-
-#: Key of the cell uuid in the rows between query and view.
-CELL_KEY = '_cell_uuid'
 
 BASE_FIELDS: tuple[str, ...] = (
     'uuid', 'display_name', 'project_id', 'user_id', 'vm_state',
@@ -100,11 +98,18 @@ def fetch_details(conn: sa.Connection, fields: Sequence[str],
     """uuid -> joined values, only the kinds *fields* need."""
     kinds = {JOINED[f] for f in fields if f in JOINED}
     out: dict[str, dict[str, Any]] = {u: {} for u in uuids}
-    if 'flavor' in kinds:
+    if 'flavor' in kinds and 'network_info' in kinds:
+        flavors, nw_infos = instance_query.fetch_flavors_and_network_info(
+            conn, uuids)
+        for uuid, flavor in flavors.items():
+            out[uuid]['flavor'] = flavor
+        for uuid, nw_info in nw_infos.items():
+            out[uuid]['network_info'] = nw_info
+    elif 'flavor' in kinds:
         for uuid, flavor in instance_query.fetch_flavors(conn,
                                                          uuids).items():
             out[uuid]['flavor'] = flavor
-    if 'network_info' in kinds:
+    elif 'network_info' in kinds:
         for uuid, nw_info in instance_query.fetch_network_info(
                 conn, uuids).items():
             out[uuid]['network_info'] = nw_info
@@ -148,32 +153,77 @@ def _flavor_summary(flavor: Mapping[str, Any] | None
         'name', 'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb', 'swap')}
 
 
-def build_record(row: Mapping[str, Any], fields: Sequence[str],
-                 cell_names: Mapping[str, str | None],
-                 details: Mapping[str, Mapping[str, Any]]
-                 ) -> dict[str, Any]:
-    """One output record: the *fields*, then any other sort values."""
-    joined = details.get(row['uuid'], {})
-    record: dict[str, Any] = {}
-    for field in fields:
+def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
+                  columns: Sequence[str], fields: Sequence[str],
+                  cell_names: Mapping[str, str | None],
+                  details: Mapping[str, Mapping[str, Any]]
+                  ) -> list[dict[str, Any]]:
+    """The output records: the *fields*, then any other selected column.
+
+    :param rows: ``(cell uuid, row)`` in answer order, each row a tuple of
+        *columns* (see :func:`instance_columns`).
+    :param details: uuid -> joined values (see :func:`fetch_details`).
+
+    How each field is got is decided once per listing, not per row.
+    """
+    index = {name: at for at, name in enumerate(columns)}
+    empty: Mapping[str, Any] = {}
+    status_from_state = api_common.status_from_state
+    vm_at, task_at = index.get('vm_state'), index.get('task_state')
+
+    def getter(field: str) -> Any:
         if field == 'cell_uuid':
-            record[field] = row[CELL_KEY]
-        elif field == 'cell_name':
-            record[field] = cell_names.get(row[CELL_KEY])
-        elif field == 'status':
-            record[field] = api_common.status_from_state(
-                row['vm_state'], row['task_state'])
-        elif field == 'flavor_name':
-            record[field] = (joined.get('flavor') or {}).get('name')
-        elif field == 'flavor':
-            record[field] = _flavor_summary(joined.get('flavor'))
-        elif field == 'addresses':
-            record[field] = addresses(joined.get('network_info') or [])
-        elif field == 'metadata':
-            record[field] = dict(joined.get('metadata') or {})
+            return lambda cell, row, joined: cell
+        if field == 'cell_name':
+            return lambda cell, row, joined: cell_names.get(cell)
+        if field == 'status':
+            return lambda cell, row, joined: status_from_state(
+                row[vm_at], row[task_at])
+        if field == 'flavor_name':
+            return lambda cell, row, joined: (
+                joined.get('flavor') or empty).get('name')
+        if field == 'flavor':
+            return lambda cell, row, joined: _flavor_summary(
+                joined.get('flavor'))
+        if field == 'addresses':
+            return lambda cell, row, joined: addresses(
+                joined.get('network_info') or ())
+        if field == 'metadata':
+            return lambda cell, row, joined: dict(
+                joined.get('metadata') or empty)
+        return index[field]
+
+    # Output order: the fields, then columns selected for the sort only
+    # (e.g. id). Column values are taken in one C call per row; the few
+    # computed fields are put in their places.
+    wanted = set(fields)
+    names = list(fields) + [c for c in columns if c not in wanted]
+    computed = []
+    column_at = []
+    for place, name in enumerate(names):
+        get = getter(name)
+        if isinstance(get, int):
+            column_at.append(get)
         else:
-            record[field] = row[field]
-    for key, value in row.items():
-        if key != CELL_KEY and key not in record:
-            record[key] = value
-    return record
+            computed.append((place, get))
+    take = _taker(column_at)
+    uuid_at = index['uuid']
+    out = []
+    for cell, row in rows:
+        joined = details.get(row[uuid_at], empty)
+        values = take(row)
+        for place, get in computed:
+            values.insert(place, get(cell, row, joined))
+        out.append(dict(zip(names, values)))
+    return out
+
+
+def _taker(positions: Sequence[int]) -> Any:
+    """``row -> list`` of the values at *positions*, in that order."""
+    if not positions:
+        return lambda row: []
+    if len(positions) == 1:
+        at = positions[0]
+        return lambda row: [row[at]]
+    get = operator.itemgetter(*positions)
+    return lambda row: list(get(row))

@@ -13,10 +13,13 @@
 """Per-cell batching: the cells together fetch little more than needed.
 
 nova's 2018 fix for slow listings was to stop fetching ``limit`` rows
-from every cell. The lister follows nova's batch size
-(``[api] instance_list_cells_batch_strategy``) and asks a cell for its
-next batch only when the merge has used up the current one.
+from every cell. The lister follows nova's batch size strategy
+(``[api] instance_list_cells_batch_strategy``) without nova's floor of
+100 rows, and asks a cell again, in a parallel round, only while its rows
+can still reach the page.
 """
+
+import datetime
 
 from nova import context as nova_context
 import sqlalchemy as sa
@@ -100,3 +103,56 @@ class BatchingTest(db.FunctionalTestCase):
             if marker is None:
                 break
         self.assertEqual(expected, seen)
+
+    def test_small_limit_asks_cells_for_their_share_not_nova_floor(self):
+        """limit 30 over 3 cells: first batches of 11, not nova's 100.
+
+        nova never asks a cell for fewer than 100 rows, so 50 cells fetch
+        5,000 rows for a page of 1,000. Here the first round asks each
+        cell for 10% more than its share, and a further round asks only
+        the cells whose rows can still reach the page.
+        """
+        result = self._list(30)
+        self.assertEqual(self.expected_default_order()[:30],
+                         [r['uuid'] for r in result.instances])
+        fetched = sum(c.rows for c in result.timings.cells)
+        self.assertLessEqual(fetched, 3 * 11 + 30)
+        self.assertGreaterEqual(fetched, 30)
+
+    def test_statements_are_built_once_per_shape(self):
+        """Every cell and batch of a listing reuses one SELECT per shape.
+
+        A shape is the first batch, or a batch after a row with NULLs in
+        given sort values; the limit and the sort values are parameters.
+        """
+        spec = listing.sorting.SortSpec.build(['host', 'created_at'],
+                                              ['asc', 'desc'])
+        query = instance_query.BatchQuery(('uuid', 'host', 'created_at'),
+                                          {'deleted': False}, spec)
+        first, params = query('sqlite', None, 10)
+        self.assertEqual({instance_query.LIMIT_PARAM: 10}, params)
+        self.assertIs(first, query('sqlite', None, 99)[0])
+        when = datetime.datetime(2026, 1, 1)
+        after, params = query('sqlite', ('h1', when, 'u1'), 10)
+        self.assertIs(after, query('sqlite', ('h2', when, 'u2'), 5)[0])
+        self.assertEqual('h1', params[instance_query.after_param(0)])
+        null_host, params = query('sqlite', (None, when, 'u3'), 10)
+        self.assertIsNot(after, null_host)
+        self.assertNotIn(instance_query.after_param(0), params)
+        # Bound or literal, the rows after a point are the same.
+        engine = sa.create_engine(self.world.url_of('cell1'))
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            rows = conn.execute(sa.select(
+                instance_query.INSTANCES.c.host,
+                instance_query.INSTANCES.c.created_at,
+                instance_query.INSTANCES.c.uuid).where(
+                instance_query.INSTANCES.c.deleted == 0).order_by(
+                instance_query.INSTANCES.c.uuid).limit(3)).all()
+            for row in rows:
+                statement, params = query('sqlite', tuple(row), None)
+                literal = instance_query.select_instances(
+                    query.columns, {'deleted': False}, spec, 'sqlite',
+                    after=tuple(row))
+                self.assertEqual(conn.execute(literal).all(),
+                                 conn.execute(statement, params).all())

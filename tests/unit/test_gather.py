@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Tests of the parallel gather, the deadline and the cell streams.
+"""Tests of the parallel gather, the deadline and the refetch rounds.
 
 Tasks run in a real ``futurist.ThreadPoolExecutor`` and block on real
 ``threading.Event`` / ``threading.Barrier`` objects; nothing is patched.
@@ -25,6 +25,8 @@ checks that too.
 import threading
 
 import futurist
+import hypothesis
+from hypothesis import strategies as st
 from oslotest import base
 
 from nova_cellsched import gather
@@ -302,136 +304,81 @@ class GatherTestCase(ExecutorTestCase):
         self.assertEqual(n, len({native for _, native in results}))
 
 
-class CellStreamTestCase(ExecutorTestCase):
+def runs_of(**cells):
+    """cell -> [(key,)] from cell=[keys...]."""
+    return {cell: [(k,) for k in keys] for cell, keys in cells.items()}
 
-    def setUp(self):
-        super().setUp()
-        self.failures = {}
-        self.calls = []
-        self.batches = []
-        self.refetches = []
 
-    def submit_after(self, last):
-        """Fetch the next prepared batch in a worker thread."""
-        self.calls.append(last)
-        batch = self.batches.pop(0)
-        if isinstance(batch, BaseException):
-            def task():
-                raise batch
-        elif callable(batch):
-            task = batch
-        else:
-            def task():
-                return list(batch)
-        return self.executor.submit(task)
+class RefetchSizesTestCase(base.BaseTestCase):
+    """Which cells a further round asks, and for how many rows."""
 
-    def stream(self, first, batch_size, budget=None, **kwargs):
-        return gather.CellStream(
-            'cell1', first, self.submit_after, batch_size,
-            budget or gather.Budget(SAFETY), self.failures,
-            on_refetch=lambda *args: self.refetches.append(args), **kwargs)
+    def test_refetch_without_limit_asks_every_open_cell_for_a_batch(self):
+        runs = runs_of(a=[1, 2], b=[3, 4], c=[5])
+        self.assertEqual({'a': 2, 'b': 2},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 2, None))
 
-    def test_stream_first_batch_only_when_batch_size_none(self):
-        stream = self.stream([1, 2, 3], None)
-        self.assertEqual([1, 2, 3], list(stream))
-        self.assertEqual([], self.calls)
-        self.assertEqual(3, stream.rows_yielded)
-        self.assertEqual(1, stream.batches)
+    def test_refetch_skips_a_cell_whose_last_row_is_past_the_limit(self):
+        """b's last row (key 9) ranks 5th: with limit 4 it is not needed."""
+        runs = runs_of(a=[1, 2, 3], b=[4, 9])
+        self.assertEqual({'a': 1},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 3, 4))
 
-    def test_stream_short_first_batch_stops_without_refetch(self):
-        stream = self.stream([1, 2], 3)
-        self.assertEqual([1, 2], list(stream))
-        self.assertEqual([], self.calls)
-        self.assertEqual([], self.refetches)
-        self.assertEqual({}, self.failures)
+    def test_refetch_asks_at_most_what_the_cell_can_still_contribute(self):
+        """a's last row ranks 2nd of limit 5: at most 3 more rows."""
+        runs = runs_of(a=[1, 2], b=[3, 4])
+        self.assertEqual({'a': 2, 'b': 1},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 2, 5))
+        self.assertEqual({'a': 3, 'b': 1},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 10, 5))
 
-    def test_stream_full_batch_refetches_after_last_row(self):
-        self.batches = [[4, 5, 6], [7]]
-        stream = self.stream([1, 2, 3], 3)
-        self.assertEqual([1, 2, 3, 4, 5, 6, 7], list(stream))
-        self.assertEqual([3, 6], self.calls)
-        self.assertEqual(3, stream.batches)
-        self.assertEqual(7, stream.rows_yielded)
-        self.assertEqual({}, self.failures)
-        self.assertEqual(['cell1', 'cell1'],
-                         [key for key, _, _ in self.refetches])
+    def test_refetch_done_when_limit_rows_precede_every_open_cell(self):
+        runs = runs_of(a=[1, 2], b=[3, 4])
+        self.assertEqual({}, gather.refetch_sizes(runs, {'b'}, 2, 3))
+        self.assertEqual({}, gather.refetch_sizes(runs, set(), 2, 3))
 
-    def test_stream_refetches_only_when_batch_used_up(self):
-        """The next batch is asked for only once the last row is taken."""
-        self.batches = [[3, 4]]
-        stream = iter(self.stream([1, 2], 2))
-        self.assertEqual(1, next(stream))
-        self.assertEqual(2, next(stream))
-        self.assertEqual([], self.calls)
-        self.assertEqual(3, next(stream))
-        self.assertEqual([2], self.calls)
+    def test_refetch_counts_equal_keys_in_other_cells_as_before(self):
+        """A tie with the last row still takes a place before the cut."""
+        runs = runs_of(a=[1, 5], b=[5, 6])
+        self.assertEqual({}, gather.refetch_sizes(runs, {'a'}, 2, 3))
+        self.assertEqual({'a': 1}, gather.refetch_sizes(runs, {'a'}, 2, 4))
 
-    def test_stream_empty_refetch_stops(self):
-        self.batches = [[]]
-        stream = self.stream([1, 2], 2)
-        self.assertEqual([1, 2], list(stream))
-        self.assertEqual([2], self.calls)
-        self.assertEqual(2, stream.batches)
-        self.assertEqual({}, self.failures)
+    @hypothesis.settings(deadline=None, max_examples=300)
+    @hypothesis.given(
+        cells=st.lists(st.lists(st.integers(0, 50), max_size=40),
+                       min_size=1, max_size=8),
+        batch_size=st.integers(1, 12),
+        limit=st.one_of(st.none(), st.integers(1, 120)))
+    def test_rounds_find_the_global_first_rows(self, cells, batch_size,
+                                               limit):
+        """Rounds driven by refetch_sizes give the true first rows.
 
-    def test_stream_counts_rows_taken_mid_batch(self):
-        """A merge that stops inside a batch is counted row by row."""
-        stream = self.stream([1, 2, 3], None)
-        rows = iter(stream)
-        next(rows)
-        next(rows)
-        self.assertEqual(2, stream.rows_yielded)
-
-    def test_stream_empty_batch_stops_without_refetch(self):
-        """An empty batch ends the stream even if it counts as 'full'."""
-        stream = self.stream([], 0)
-        self.assertEqual([], list(stream))
-        self.assertEqual([], self.calls)
-        self.assertEqual(0, stream.rows_yielded)
-
-    def test_stream_failing_refetch_recorded_with_original_exception(self):
-        raised = Boom('lost connection')
-        self.batches = [raised, [99]]
-        stream = self.stream(['a', 'b'], 2)
-        self.assertEqual(['a', 'b'], list(stream))
-        self.assertEqual(['b'], self.calls)
-        outcome = self.failures['cell1']
-        self.assertEqual(gather.FAILED, outcome.status)
-        self.assertIs(raised, outcome.error)
-        self.assertEqual(1, stream.batches)
-        self.assertEqual(1, len(self.refetches))
-
-    def test_stream_refetch_timeout_recorded_as_timed_out(self):
-        """A cell whose budget is spent gets no more time for a refetch."""
-        clock = FakeClock()
-        budget = gather.Budget(2.0, clock=clock)
-        earlier = futurist.Future()
-        budget.start(earlier)
-        clock.advance(5.0)
-        earlier.set_result(None)  # the first batch took all of it
-        hang = self.event()
-        self.batches = [self.blocked_until(hang, [3, 4])]
-        stream = self.stream([1, 2], 2, budget=budget)
-        self.assertEqual([1, 2], list(stream))
-        outcome = self.failures['cell1']
-        self.assertEqual(gather.TIMED_OUT, outcome.status)
-        self.assertIsInstance(outcome.error, gather.CellTimeout)
-        self.assertEqual(2.0, outcome.error.seconds)
-
-    def test_stream_on_refetch_gets_times_from_clock(self):
-        ticks = iter(range(10, 100))
-        self.batches = [[3]]
-        stream = self.stream([1, 2], 2, clock=lambda: next(ticks))
-        self.assertEqual([1, 2, 3], list(stream))
-        self.assertEqual([('cell1', 10, 11)], self.refetches)
-
-    def test_stream_merged_with_limit_does_not_refetch_needlessly(self):
-        """A merge that stops at its limit asks no cell for more rows."""
-        self.batches = [[5, 6]]
-        streams = [self.stream([1, 3], 2),
-                   gather.CellStream('cell2', [2, 4], self.submit_after,
-                                     2, gather.Budget(SAFETY),
-                                     self.failures)]
-        merged = list(sorting.merge(streams, key=lambda r: r, limit=3))
-        self.assertEqual([1, 2, 3], merged)
-        self.assertEqual([], self.calls)
+        Each cell holds sorted keys; a round fetches from each cell the
+        rows after its last one, as the lister does. The merged answer is
+        the first *limit* keys of all cells, and no cell was asked for
+        more rows in a round than it was allowed.
+        """
+        data = {str(i): sorted(keys) for i, keys in enumerate(cells)}
+        # Rows are (key, cell, position): unique and ordered by key first.
+        rows = {c: [(k, c, i) for i, k in enumerate(keys)]
+                for c, keys in data.items()}
+        runs = {c: rows[c][:batch_size] for c in rows}
+        open_cells = {c for c in runs if len(runs[c]) >= batch_size}
+        rounds = 0
+        while open_cells:
+            wanted = gather.refetch_sizes(runs, open_cells, batch_size,
+                                          limit)
+            if not wanted:
+                break
+            rounds += 1
+            self.assertLess(rounds, 1000)
+            for cell, size in wanted.items():
+                self.assertLessEqual(size, batch_size)
+                got = rows[cell][len(runs[cell]):len(runs[cell]) + size]
+                runs[cell] = runs[cell] + got
+                if len(got) < size:
+                    open_cells.discard(cell)
+        merged = list(sorting.merge(runs.values(), key=lambda r: r,
+                                    limit=limit))
+        everything = sorted(r for run in rows.values() for r in run)
+        expected = everything if limit is None else everything[:limit]
+        self.assertEqual(expected, merged)

@@ -54,11 +54,11 @@ SPANS = (
     span('fetch', 0.5, 0.75, U1, tid=2, rows=3),
     span('wait', 0.0, 0.5, U2, tid=3),
     span('connect', 0.5, 1.0, U2, tid=3),
-    span('merge', 1.0, 2.0, rows=5),
-    span('refetch', 1.25, 1.75, cell_uuid=U1),
-    span('wait', 1.25, 1.375, U1, tid=2),
-    span('execute', 1.375, 1.5, U1, tid=2),
-    span('fetch', 1.5, 1.625, U1, tid=2, rows=2),
+    span('refetch', 1.0, 1.5, cells=1),
+    span('wait', 1.0, 1.125, U1, tid=2),
+    span('execute', 1.125, 1.25, U1, tid=2),
+    span('fetch', 1.25, 1.375, U1, tid=2, rows=2),
+    span('merge', 1.5, 2.0, rows=5),
     span('details', 2.0, 2.25),
     span('execute', 2.0, 2.25, U1, tid=2, what='details'),
     span('view', 2.25, 2.5, rows=5),
@@ -162,18 +162,18 @@ class SummarizeTestCase(base.BaseTestCase):
         self.assertEqual(0.5, timings.setup)
         # gather = first batches + refetch waits + details.
         self.assertEqual(1.0 + 0.5 + 0.25, timings.gather)
-        # merge excludes the refetch waits it contains.
-        self.assertEqual(1.0 - 0.5, timings.merge)
+        # Refetch rounds happen before the merge, not inside it.
+        self.assertEqual(0.5, timings.merge)
         self.assertEqual(0.25, timings.view)
         self.assertEqual(0.25, timings.details)
         self.assertGreaterEqual(
             timings.total,
             timings.setup + timings.gather + timings.merge + timings.view)
 
-    def test_summarize_merge_never_negative(self):
-        timings = summary(spans=(span('merge', 0.0, 1.0),
+    def test_summarize_refetch_rounds_count_as_gather(self):
+        timings = summary(spans=(span('merge', 2.0, 3.0),
                                  span('refetch', 0.0, 2.0)))
-        self.assertEqual(0.0, timings.merge)
+        self.assertEqual(1.0, timings.merge)
         self.assertEqual(2.0, timings.gather)
 
     def test_summarize_sums_worker_phases_per_cell(self):
@@ -347,7 +347,7 @@ class ChromeTraceTestCase(base.BaseTestCase):
         # An unnamed cell is shown by uuid.
         self.assertNotIn('fetch None', names)
         fetch = [e for e in complete if e['name'] == 'fetch cell1']
-        self.assertEqual([500000.0, 1500000.0], [e['ts'] for e in fetch])
+        self.assertEqual([500000.0, 1250000.0], [e['ts'] for e in fetch])
         self.assertEqual([250000.0, 125000.0], [e['dur'] for e in fetch])
         self.assertEqual({U1}, {e['args']['cell_uuid'] for e in fetch})
         self.assertEqual([3, 2], [e['args']['rows'] for e in fetch])
