@@ -33,6 +33,7 @@ Failures are values, not log lines: every cell ends as a
 import bisect
 import concurrent.futures
 import dataclasses
+import math
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -207,6 +208,12 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
             for key, future in futures.items()}
 
 
+#: Margin on a cell's expected share of the rows a page still misses.
+SHARE_MARGIN = 1.25
+#: Fewest rows a further round asks of a cell (unless it can give fewer).
+MIN_REFETCH = 10
+
+
 def refetch_sizes(runs: Mapping[K, Sequence[tuple[Any, ...]]],
                   open_cells: Collection[K], batch_size: int,
                   limit: int | None) -> dict[K, int]:
@@ -222,16 +229,25 @@ def refetch_sizes(runs: Mapping[K, Sequence[tuple[Any, ...]]],
     A cell whose last row is not among the first *limit* rows fetched so
     far cannot contribute any more. Any other cell can contribute at most
     ``limit - rank`` rows (``rank``: rows fetched so far that come before
-    or at its last row); it is asked for no more than a batch, so that
-    fifty cells just below the cut do not each fetch for all.
+    or at its last row), and is expected to contribute its share of them:
+    it holds ``len(run) / rank`` of the rows up to its last one. It is
+    asked for that share plus :data:`SHARE_MARGIN` (at least
+    :data:`MIN_REFETCH` rows), never more than it can contribute nor more
+    than a batch. A cell that returns all it was asked for stays open and
+    is asked again in the next round if it can still contribute, so the
+    estimate costs at most another round, never a wrong answer.
     """
     if limit is None:
         return {cell: batch_size for cell in open_cells}
-    keys = [[row[0] for row in run] for run in runs.values()]
+    # Every sort key fetched so far, in order: each run is sorted, so
+    # sorting their concatenation is a merge for timsort.
+    keys = sorted([row[0] for run in runs.values() for row in run])
     wanted = {}
     for cell in open_cells:
-        last = runs[cell][-1][0]
-        rank = sum(bisect.bisect_right(run_keys, last) for run_keys in keys)
+        run = runs[cell]
+        rank = bisect.bisect_right(keys, run[-1][0])
         if rank < limit:
-            wanted[cell] = min(limit - rank, batch_size)
+            share = len(run) / rank * (limit - rank) * SHARE_MARGIN
+            wanted[cell] = min(limit - rank, batch_size,
+                               max(math.ceil(share), MIN_REFETCH))
     return wanted

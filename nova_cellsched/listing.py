@@ -291,7 +291,6 @@ class _Listing:
         # per row cost as much CPU as fetching it.
         self.key = spec.key_function(self.columns)
         self.failures: dict[str, gather.Outcome[Any]] = {}
-        self._lock = threading.Lock()
 
     def _connect(self, cell: Cell) -> sa.Connection:
         with self.recorder.span('connect', cell.uuid):

@@ -331,6 +331,19 @@ class RefetchSizesTestCase(base.BaseTestCase):
         self.assertEqual({'a': 3, 'b': 1},
                          gather.refetch_sizes(runs, {'a', 'b'}, 10, 5))
 
+    def test_refetch_asks_a_sparse_cell_for_its_share_with_margin(self):
+        """a holds 10 of the 91 rows up to its last: 10/91 of 109 x 1.25."""
+        b_keys = [k for k in range(1, 100) if k % 10]
+        runs = runs_of(a=list(range(0, 100, 10)), b=b_keys)
+        self.assertEqual({'a': 15},
+                         gather.refetch_sizes(runs, {'a'}, 100, 200))
+
+    def test_refetch_asks_a_dense_cell_for_all_it_can_give(self):
+        """a holds every row up to its last: it may fill the whole page."""
+        runs = runs_of(a=list(range(100)), b=list(range(1000, 1100)))
+        self.assertEqual({'a': 50},
+                         gather.refetch_sizes(runs, {'a'}, 100, 150))
+
     def test_refetch_done_when_limit_rows_precede_every_open_cell(self):
         runs = runs_of(a=[1, 2], b=[3, 4])
         self.assertEqual({}, gather.refetch_sizes(runs, {'b'}, 2, 3))
