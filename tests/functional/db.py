@@ -26,6 +26,7 @@ import uuid
 import fixtures
 import nova.conf
 from nova.db.api import api as api_db_api
+from nova.db.api import models as api_models
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
@@ -57,6 +58,32 @@ def server_available(url: str) -> str | None:
         return None
     except Exception as exc:  # noqa: BLE001 - any reason is reported
         return str(exc)
+    finally:
+        engine.dispose()
+
+
+def add_cell_mapping(api_url: str, name: str, url: str,
+                     cell_uuid: str | None = None) -> str:
+    """Insert a cell mapping (names may repeat); return its uuid."""
+    table = api_models.CellMapping.__table__
+    cell_uuid = cell_uuid or str(uuid.uuid4())
+    engine = sa.create_engine(api_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.insert().values(
+                uuid=cell_uuid, name=name, transport_url='fake://',
+                database_connection=url, disabled=False))
+    finally:
+        engine.dispose()
+    return cell_uuid
+
+
+def remove_cell_mapping(api_url: str, cell_uuid: str) -> None:
+    table = api_models.CellMapping.__table__
+    engine = sa.create_engine(api_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(table.delete().where(table.c.uuid == cell_uuid))
     finally:
         engine.dispose()
 

@@ -48,6 +48,7 @@ from nova.db.api import api as api_db_api
 from nova import objects
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures as db_fixtures
+from oslotest import base
 import pymysql
 import sqlalchemy as sa
 
@@ -302,6 +303,50 @@ class MariaDBServer(fixtures.Fixture):
 
 
 @atexit.register
+class ServersTestCase(base.BaseTestCase):
+    """A test case whose class runs private MariaDB servers.
+
+    Subclasses start their servers with :meth:`start_server` and build
+    their world in :meth:`set_up_servers`, once per class. Every server is
+    stopped and its files removed after the class's last test, and at
+    once if building fails half way.
+    """
+
+    _servers: list['MariaDBServer'] = []
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls._servers = []
+        try:
+            cls.set_up_servers()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def set_up_servers(cls) -> None:
+        raise NotImplementedError(cls.__name__ + '.set_up_servers')
+
+    @classmethod
+    def start_server(cls, name: str, user: str | None = None,
+                     password: str | None = None) -> 'MariaDBServer':
+        """A running server, with *user* created when given."""
+        server = MariaDBServer(name)
+        server.setUp()
+        cls._servers.append(server)
+        if user:
+            server.create_user(user, password)
+        return server
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        for server in reversed(cls._servers):
+            server.cleanUp()
+        cls._servers = []
+        super().tearDownClass()
+
+
 def _stop_leftovers() -> None:
     with _LIVE_LOCK:
         left = list(_LIVE)

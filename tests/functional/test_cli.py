@@ -32,7 +32,6 @@ import uuid as uuid_lib
 
 import fixtures
 from nova import context as nova_context
-from nova.db.api import models as api_models
 import sqlalchemy as sa
 
 from nova_cellsched.cmd import cellsched
@@ -151,28 +150,10 @@ class CliTestCase(db.FunctionalTestCase):
 
     def add_cell_mapping(self, name, url):
         """Insert a cell mapping (names may repeat); removed at cleanup."""
-        table = api_models.CellMapping.__table__
-        cell_uuid = str(uuid_lib.uuid4())
-        engine = sa.create_engine(self.world.api_url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(table.insert().values(
-                    uuid=cell_uuid, name=name, transport_url='fake://',
-                    database_connection=url, disabled=False))
-        finally:
-            engine.dispose()
-        self.addCleanup(self._remove_cell_mapping, cell_uuid)
+        cell_uuid = db.add_cell_mapping(self.world.api_url, name, url)
+        self.addCleanup(db.remove_cell_mapping, self.world.api_url,
+                        cell_uuid)
         return cell_uuid
-
-    def _remove_cell_mapping(self, cell_uuid):
-        table = api_models.CellMapping.__table__
-        engine = sa.create_engine(self.world.api_url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(table.delete().where(table.c.uuid == cell_uuid))
-        finally:
-            engine.dispose()
-
 
 class CheckExplainCliTest(CliTestCase):
     """check, explain and configuration errors on a SQLite world."""

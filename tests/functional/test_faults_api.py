@@ -32,7 +32,6 @@ import nova.conf
 from nova import objects
 from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel as uuids
-from oslotest import base
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
@@ -57,30 +56,18 @@ class FakeClock:
         return self.now
 
 
-class ApiDatabaseDownTest(base.BaseTestCase):
+class ApiDatabaseDownTest(mdb.ServersTestCase):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.server = mdb.MariaDBServer('apidown')
-        cls.server.setUp()
-        try:
-            cls.server.create_user('nova', PASSWORD)
-            small = seed.Population(instances=3)
-            cls.world = mdb.build_world(cls.server, [
-                ('cell0', cls.server, seed.Population(instances=1,
-                                                      error_only=True)),
-                ('cell1', cls.server, small), ('cell2', cls.server, small),
-                ('cell3', cls.server, small)],
-                user='nova', password=PASSWORD)
-        except BaseException:
-            cls.server.cleanUp()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanUp()
-        super().tearDownClass()
+    def set_up_servers(cls):
+        cls.server = cls.start_server('apidown', 'nova', PASSWORD)
+        small = seed.Population(instances=3)
+        cls.world = mdb.build_world(cls.server, [
+            ('cell0', cls.server, seed.Population(instances=1,
+                                                  error_only=True)),
+            ('cell1', cls.server, small), ('cell2', cls.server, small),
+            ('cell3', cls.server, small)],
+            user='nova', password=PASSWORD)
 
     def setUp(self):
         super().setUp()

@@ -32,7 +32,6 @@ import fixtures
 import nova.conf
 from nova import context as nova_context
 from oslo_config import fixture as config_fixture
-from oslotest import base
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
@@ -59,39 +58,20 @@ def population(instances=LIVE):
                            hosts=4, metadata_keys=1)
 
 
-class CellServerFaultsTest(base.BaseTestCase):
+class CellServerFaultsTest(mdb.ServersTestCase):
     """Listing while the server of cell2 and cell3 fails for real."""
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls._fixtures = []
-        try:
-            cls.api = cls._start(mdb.MariaDBServer('api'))
-            cls.victim = cls._start(mdb.MariaDBServer('victim'))
-            cls.world = mdb.build_world(cls.api, [
-                ('cell0', cls.api, seed.Population(instances=10,
-                                                   error_only=True)),
-                ('cell1', cls.api, population()),
-                ('cell2', cls.victim, population()),
-                ('cell3', cls.victim, population())])
-            cls.expected = cls.world.live_uuids()
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def _start(cls, fixture):
-        fixture.setUp()
-        cls._fixtures.append(fixture)
-        return fixture
-
-    @classmethod
-    def tearDownClass(cls):
-        for fixture in reversed(cls._fixtures):
-            fixture.cleanUp()
-        cls._fixtures = []
-        super().tearDownClass()
+    def set_up_servers(cls):
+        cls.api = cls.start_server('api')
+        cls.victim = cls.start_server('victim')
+        cls.world = mdb.build_world(cls.api, [
+            ('cell0', cls.api, seed.Population(instances=10,
+                                               error_only=True)),
+            ('cell1', cls.api, population()),
+            ('cell2', cls.victim, population()),
+            ('cell3', cls.victim, population())])
+        cls.expected = cls.world.live_uuids()
 
     def setUp(self):
         super().setUp()
@@ -225,7 +205,7 @@ class CellServerFaultsTest(base.BaseTestCase):
 
         engines = self.engines_with(FreezeOnRefetch, io_timeout=2)
         # cell0 has 10 rows, cell2 120: a page of 115 needs a second batch
-        # (of at most 100) from cell2.
+        # from cell2.
         cell_timeout = 3.0
         start = time.monotonic()
         result = self.listing(cells=['cell0', 'cell2'], limit=115,

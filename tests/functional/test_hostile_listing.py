@@ -33,7 +33,6 @@ from hypothesis import strategies as st
 import nova.conf
 from nova import context as nova_context
 from oslo_config import fixture as config_fixture
-from oslotest import base
 import sqlalchemy as sa
 
 from nova_cellsched.cmd import list_cmd
@@ -119,32 +118,25 @@ def filter_dicts(draw, valid_names=False):
     return out
 
 
-class HostileListingTest(base.BaseTestCase):
+class HostileListingTest(mdb.ServersTestCase):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.server = mdb.MariaDBServer('hostile')
-        cls.server.setUp()
-        try:
-            population = seed.Population(instances=60,
-                                         deleted_per_instance=1, hosts=3)
-            cls.world = mdb.build_world(cls.server, [
-                ('cell0', cls.server, seed.Population(instances=5,
-                                                      error_only=True)),
-                ('cell1', cls.server, population),
-                ('cell2', cls.server, population)], seed_value=11)
-            cls.uuids = sorted(set().union(
-                *cls.world.live_uuids().values()))
-        except BaseException:
-            cls.server.cleanUp()
-            raise
+    def set_up_servers(cls):
+        cls.server = cls.start_server('hostile')
+        population = seed.Population(instances=60,
+                                     deleted_per_instance=1, hosts=3)
+        cls.world = mdb.build_world(cls.server, [
+            ('cell0', cls.server, seed.Population(instances=5,
+                                                  error_only=True)),
+            ('cell1', cls.server, population),
+            ('cell2', cls.server, population)], seed_value=11)
+        cls.uuids = sorted(set().union(
+            *cls.world.live_uuids().values()))
 
     @classmethod
     def tearDownClass(cls):
         print('hostile listing: %s' % ', '.join(
             '%s %d' % kv for kv in sorted(COUNTS.items())))
-        cls.server.cleanUp()
         super().tearDownClass()
 
     def setUp(self):
@@ -425,28 +417,17 @@ class HostileListingTest(base.BaseTestCase):
                           engines=self.engines, filters={'host': '\udcff'})
 
 
-class HostileCommandLineTest(base.BaseTestCase):
+class HostileCommandLineTest(mdb.ServersTestCase):
     """A sample of hostile command lines, as real processes."""
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.server = mdb.MariaDBServer('hostile-cli')
-        cls.server.setUp()
-        try:
-            cls.world = mdb.build_world(cls.server, [
-                ('cell0', cls.server, seed.Population(instances=2,
-                                                      error_only=True)),
-                ('cell1', cls.server, seed.Population(instances=20)),
-                ('cell2', cls.server, seed.Population(instances=20))])
-        except BaseException:
-            cls.server.cleanUp()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.cleanUp()
-        super().tearDownClass()
+    def set_up_servers(cls):
+        cls.server = cls.start_server('hostile-cli')
+        cls.world = mdb.build_world(cls.server, [
+            ('cell0', cls.server, seed.Population(instances=2,
+                                                  error_only=True)),
+            ('cell1', cls.server, seed.Population(instances=20)),
+            ('cell2', cls.server, seed.Population(instances=20))])
 
     def setUp(self):
         super().setUp()

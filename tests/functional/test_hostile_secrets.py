@@ -31,7 +31,6 @@ import fixtures
 import nova.conf
 from nova import context as nova_context
 from oslo_config import fixture as config_fixture
-from oslotest import base
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
@@ -50,36 +49,19 @@ SECRET_FORMS = (PASSWORD, urllib.parse.quote_plus(PASSWORD),
 PROJECT = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'
 
 
-class SecretsTest(base.BaseTestCase):
+class SecretsTest(mdb.ServersTestCase):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls._fixtures = []
-        try:
-            for name in ('api', 'victim'):
-                server = mdb.MariaDBServer('secrets-' + name)
-                server.setUp()
-                cls._fixtures.append(server)
-                server.create_user('nova', PASSWORD)
-            cls.api, cls.victim = cls._fixtures
-            population = seed.Population(instances=15)
-            cls.world = mdb.build_world(cls.api, [
-                ('cell0', cls.api, seed.Population(instances=2,
-                                                   error_only=True)),
-                ('cell1', cls.api, population),
-                ('cell2', cls.victim, population)],
-                user='nova', password=PASSWORD)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        for fixture in reversed(cls._fixtures):
-            fixture.cleanUp()
-        cls._fixtures = []
-        super().tearDownClass()
+    def set_up_servers(cls):
+        cls.api = cls.start_server('secrets-api', 'nova', PASSWORD)
+        cls.victim = cls.start_server('secrets-victim', 'nova', PASSWORD)
+        population = seed.Population(instances=15)
+        cls.world = mdb.build_world(cls.api, [
+            ('cell0', cls.api, seed.Population(instances=2,
+                                               error_only=True)),
+            ('cell1', cls.api, population),
+            ('cell2', cls.victim, population)],
+            user='nova', password=PASSWORD)
 
     def setUp(self):
         super().setUp()

@@ -31,7 +31,6 @@ import uuid as uuid_lib
 
 from nova.compute import vm_states
 from nova import context as nova_context
-from nova.db.api import models as api_models
 from oslo_serialization import jsonutils
 import pymysql
 import sqlalchemy as sa
@@ -153,27 +152,13 @@ class ListingFaultsTest(db.FunctionalTestCase):
 
     def add_cell_mapping(self, name, url, cell_uuid=None):
         """Insert a cell mapping (names may repeat); removed at cleanup."""
-        table = api_models.CellMapping.__table__
-        cell_uuid = cell_uuid or str(uuid_lib.uuid4())
-        engine = sa.create_engine(self.world.api_url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(table.insert().values(
-                    uuid=cell_uuid, name=name, transport_url='fake://',
-                    database_connection=url, disabled=False))
-        finally:
-            engine.dispose()
+        cell_uuid = db.add_cell_mapping(self.world.api_url, name, url,
+                                        cell_uuid)
         self.addCleanup(self.remove_cell_mapping, cell_uuid)
         return cell_uuid
 
     def remove_cell_mapping(self, cell_uuid):
-        table = api_models.CellMapping.__table__
-        engine = sa.create_engine(self.world.api_url)
-        try:
-            with engine.begin() as conn:
-                conn.execute(table.delete().where(table.c.uuid == cell_uuid))
-        finally:
-            engine.dispose()
+        db.remove_cell_mapping(self.world.api_url, cell_uuid)
 
     def lock_instances_table(self, cell_name):
         """LOCK TABLES instances WRITE from another session.

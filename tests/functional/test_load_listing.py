@@ -38,7 +38,6 @@ import nova.context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
-from oslotest import base
 import psutil
 import sqlalchemy as sa
 import testtools.content
@@ -66,41 +65,22 @@ def _percentile(values, fraction):
     return ordered[index]
 
 
-class ListingLoadTest(base.BaseTestCase):
+class ListingLoadTest(mdb.ServersTestCase):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls._fixtures = []
-        try:
-            cls.first = cls._start(mdb.MariaDBServer('load-a'))
-            cls.second = cls._start(mdb.MariaDBServer('load-b'))
-            population = seed.Population(instances=LIVE,
-                                         deleted_per_instance=1, hosts=10,
-                                         metadata_keys=2)
-            cells = [('cell0', cls.first,
-                      seed.Population(instances=15, error_only=True))]
-            for index in range(1, CELLS + 1):
-                cells.append(('cell%d' % index,
-                              cls.first if index <= CELLS // 2
-                              else cls.second, population))
-            cls.world = mdb.build_world(cls.first, cells, seed_value=3)
-        except BaseException:
-            cls.tearDownClass()
-            raise
-
-    @classmethod
-    def _start(cls, fixture):
-        fixture.setUp()
-        cls._fixtures.append(fixture)
-        return fixture
-
-    @classmethod
-    def tearDownClass(cls):
-        for fixture in reversed(cls._fixtures):
-            fixture.cleanUp()
-        cls._fixtures = []
-        super().tearDownClass()
+    def set_up_servers(cls):
+        cls.first = cls.start_server('load-a')
+        cls.second = cls.start_server('load-b')
+        population = seed.Population(instances=LIVE,
+                                     deleted_per_instance=1, hosts=10,
+                                     metadata_keys=2)
+        cells = [('cell0', cls.first,
+                  seed.Population(instances=15, error_only=True))]
+        for index in range(1, CELLS + 1):
+            cells.append(('cell%d' % index,
+                          cls.first if index <= CELLS // 2
+                          else cls.second, population))
+        cls.world = mdb.build_world(cls.first, cells, seed_value=3)
 
     def setUp(self):
         super().setUp()
@@ -186,7 +166,9 @@ class ListingLoadTest(base.BaseTestCase):
                 self.second.threads_connected())
 
     def test_32_threads_for_30_seconds(self):
-        cold_conns = self.connections()
+        # A connection of the class set-up may still be closing: let the
+        # servers settle (bounded) before taking the baseline.
+        cold_conns = _settle(self.connections, (0, 0), seconds=5.0)
         engines = instance_query.EngineCache(io_timeout=60)
         self.addCleanup(engines.dispose)
         queries = []
@@ -307,7 +289,9 @@ class ListingLoadTest(base.BaseTestCase):
                              cold_conns[0] + 5 * cells_a + 5)
         self.assertLessEqual(after_load_conns[1],
                              cold_conns[1] + 5 * cells_b)
-        self.assertEqual(cold_conns, conns_after)
+        # Every connection the load opened is closed again.
+        self.assertLessEqual(conns_after[0], cold_conns[0])
+        self.assertLessEqual(conns_after[1], cold_conns[1])
         self.assertLess(max(samples['rss']) - rss_start, 1024 * 2**20)
 
 
