@@ -808,6 +808,18 @@ def evaluate_targets(points: list[dict[str, Any]]) -> list[str]:
                        '10 cells, limit 1000: %.2fx (target <= 1.2x: %s)'
                        % (driver, ratio, 'met' if ratio <= 1.2 else
                           'NOT met'))
+    # What an operator sees: nova on its default driver, ours with
+    # [cellsched] list_prefer_mysqldb = true and mysqlclient installed.
+    a = find(cells=10, limit=1000, driver='pymysql', deleted=0, marker=None,
+             per_cell=1000)
+    b = find(cells=10, limit=1000, driver='mysqldb', deleted=0, marker=None,
+             per_cell=1000)
+    if a and b and 'nova' in a:
+        ratio = a['nova']['total'] / b['ours']['total']
+        out.append('* 10 cells, limit 1000: nova on PyMySQL (its default) '
+                   '/ ours with list_prefer_mysqldb (mysqlclient): %.1fx '
+                   '(target >= 20x: %s)' % (
+                       ratio, 'met' if ratio >= 20 else 'NOT met'))
     return out
 
 
