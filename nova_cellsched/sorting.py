@@ -71,22 +71,22 @@ class Descending:
         return 'Descending(%r)' % (self.value,)
 
 
-_ASC_NULL = (False, 0)
-_DESC_NULL = (1, 0)
 _INT_TYPES = (int, float)
+_DAY_US = 86400 * 1000000
 
 
 def _negated(value: Any) -> Any:
     """A value whose ascending order is *value*'s descending order.
 
     Equal values give equal results, and values of one column (one type)
-    give results of one type.
+    give results of one type: a naive datetime becomes its negated count
+    of microseconds since 0001-01-01, one integer.
     """
     kind = type(value)
     if kind is datetime.datetime and value.tzinfo is None:
-        return (-value.toordinal(),
-                -(value.hour * 3600 + value.minute * 60 + value.second),
-                -value.microsecond)
+        return -(value.toordinal() * _DAY_US +
+                 (value.hour * 3600 + value.minute * 60 + value.second) *
+                 1000000 + value.microsecond)
     if kind in _INT_TYPES or kind is bool:
         return -value
     return Descending(value)
@@ -156,10 +156,13 @@ class SortSpec:
         """Return ``key(row)`` giving the row's place in this order.
 
         A NULL value sorts before every other value of its column in
-        ascending order and after them in descending order. Descending
-        numbers and naive datetimes are negated into plain tuples, which
-        the heap compares in C; other descending values are boxed in
-        :class:`Descending`.
+        ascending order and after them in descending order. The key is
+        one flat tuple, two items per sort key: a rank that puts NULL
+        first (ascending) or last (descending), then the value, where
+        descending numbers and naive datetimes are negated into numbers
+        the heap compares in C and other descending values are boxed in
+        :class:`Descending`. Two NULLs tie on ``(rank, 0)``; a NULL and a
+        value differ in rank, so a value is never compared with ``0``.
 
         :param columns: the column names of positional rows (tuples, as
             a database cursor returns them); None for rows that are
@@ -172,15 +175,18 @@ class SortSpec:
 
         def key(row: Row) -> tuple[Any, ...]:
             parts: list[Any] = []
+            append = parts.append
             for where, descending in getters:
                 value = row[where]
-                if not descending:
-                    parts.append(_ASC_NULL if value is None
-                                 else (True, value))
-                elif value is None:
-                    parts.append(_DESC_NULL)
+                if value is None:
+                    append(1 if descending else 0)
+                    append(0)
+                elif descending:
+                    append(0)
+                    append(_negated(value))
                 else:
-                    parts.append((0, _negated(value)))
+                    append(1)
+                    append(value)
             return tuple(parts)
 
         return key
