@@ -19,8 +19,9 @@ list: the database work really happens in parallel, and the deadline is
 enforced on the futures themselves, so a hung cell costs the caller at
 most its remaining time, never more.
 
-:func:`gather` waits for one task of every cell at once (a round of
-batches, or the joined details of the surviving rows).
+:func:`submit_together` starts one task of every cell of a round (a
+round of batches) so that none runs before all are submitted;
+:func:`gather` waits for them all at once.
 
 Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures ran, so one hung cell cannot use up the allowance of the
@@ -115,8 +116,8 @@ class Budget:
     """The seconds one cell may spend in one listing, over all its work.
 
     Each future of the cell is charged from the moment it is
-    :meth:`started <start>` until it completes, so a cell's first batch,
-    its further batches and its joined details share one allowance, and
+    :meth:`started <start>` until it completes, so a cell's first batch
+    and its further batches share one allowance, and
     the time the caller spends waiting for *other* cells is never charged
     to it: one hung cell cannot run down the budgets of the healthy ones.
     """
@@ -164,6 +165,37 @@ class Budget:
 
         future.add_done_callback(charge)
         return deadline
+
+
+def submit_together(
+        submit: Callable[..., 'concurrent.futures.Future[R]'],
+        calls: Mapping[K, tuple[Callable[..., R], tuple[Any, ...]]]
+) -> dict[K, 'concurrent.futures.Future[R]']:
+    """Submit ``function(*args)`` per key; none starts before all are in.
+
+    :param submit: an executor's ``submit``.
+    :param calls: key -> (function, args).
+
+    A thread pool starts a thread per submit until it is full, and
+    ``Thread.start`` waits until the new thread runs. Were the first
+    tasks already working (holding the GIL, as a worker parsing rows
+    does), every later start would wait for them, a switch interval
+    (5 ms) at a time, and the last cells of a round would be asked tens
+    of milliseconds after the first. Held at a gate, the tasks leave the
+    GIL to the caller until the last one is submitted. The gate opens
+    even when a submit fails, so no submitted task waits for ever.
+    """
+    gate = threading.Event()
+
+    def gated(function: Callable[..., R], args: tuple[Any, ...]) -> R:
+        gate.wait()
+        return function(*args)
+
+    try:
+        return {key: submit(gated, function, args)
+                for key, (function, args) in calls.items()}
+    finally:
+        gate.set()
 
 
 def _outcome(future: 'concurrent.futures.Future[R]',

@@ -309,6 +309,47 @@ def runs_of(**cells):
     return {cell: [(k,) for k in keys] for cell, keys in cells.items()}
 
 
+class SubmitTogetherTestCase(ExecutorTestCase):
+
+    # How long each submit gives the tasks already submitted to start:
+    # without the gate they would, with it they must not.
+    CHANCE = 0.2
+
+    def test_no_task_starts_before_the_last_is_submitted(self):
+        """The tasks of a round start together, after the last submit."""
+        started = {key: threading.Event() for key in 'abc'}
+        early = []
+
+        def submit(*args):
+            future = self.executor.submit(*args)
+            # Every task submitted so far had its chance to run.
+            early.extend(k for k, e in started.items()
+                         if e.wait(self.CHANCE))
+            return future
+
+        futures = gather.submit_together(submit, {
+            key: (lambda k: started[k].set() or k, (key,))
+            for key in started})
+        self.assertEqual([], early)
+        self.assertEqual({'a': 'a', 'b': 'b', 'c': 'c'},
+                         {k: f.result(SAFETY) for k, f in futures.items()})
+
+    def test_a_failed_submit_opens_the_gate_for_the_submitted_ones(self):
+        """No task already submitted waits for ever; the error is raised."""
+        submitted = []
+
+        def submit(*args):
+            if len(submitted) == 2:
+                raise Boom('executor is shut down')
+            future = self.executor.submit(*args)
+            submitted.append(future)
+            return future
+
+        self.assertRaises(Boom, gather.submit_together, submit, {
+            key: (str.upper, (key,)) for key in 'abc'})
+        self.assertEqual(['A', 'B'], [f.result(SAFETY) for f in submitted])
+
+
 class RefetchSizesTestCase(base.BaseTestCase):
     """Which cells a further round asks, and for how many rows."""
 
