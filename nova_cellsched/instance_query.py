@@ -210,6 +210,31 @@ def select_instances(columns: Iterable[str], filters: Mapping[str, Any],
     return query
 
 
+#: Blobs a batch can carry after its instance columns, in this order:
+#: the flavor of instance_extra and the network_info of
+#: instance_info_caches, each LEFT JOINed on the instance uuid (live rows
+#: only, as nova reads them).
+JOINABLE = ('flavor', 'network_info')
+
+
+def _joined_source(joined: Sequence[str]) -> Any:
+    source: Any = INSTANCES
+    if 'flavor' in joined:
+        source = source.outerjoin(EXTRA, sa.and_(
+            EXTRA.c.instance_uuid == INSTANCES.c.uuid, EXTRA.c.deleted == 0))
+    if 'network_info' in joined:
+        source = source.outerjoin(INFO_CACHE, sa.and_(
+            INFO_CACHE.c.instance_uuid == INSTANCES.c.uuid,
+            INFO_CACHE.c.deleted == 0))
+    return source
+
+
+def _joined_columns(joined: Sequence[str]) -> list[sa.Column[Any]]:
+    return [{'flavor': EXTRA.c.flavor,
+             'network_info': INFO_CACHE.c.network_info}[name]
+            for name in joined]
+
+
 class BatchQuery:
     """The SELECTs of one listing's batches: built once, run many times.
 
@@ -221,12 +246,20 @@ class BatchQuery:
     a listing reuses it, and the engine's compiled cache serves later
     listings of the same shape.
 
+    With *joined* blobs (see :data:`JOINABLE`), each row carries them
+    after the instance columns, in :attr:`joined` order: the blobs come
+    with the batch in the same round trip, and are parsed later only for
+    the rows that survive the merge.
+
     Safe to call from several worker threads.
     """
 
     def __init__(self, columns: Sequence[str], filters: Mapping[str, Any],
-                 spec: sorting.SortSpec) -> None:
+                 spec: sorting.SortSpec,
+                 joined: Iterable[str] = ()) -> None:
         self.columns = tuple(columns)
+        wanted = set(joined)
+        self.joined = tuple(j for j in JOINABLE if j in wanted)
         self._filters = filters
         self._spec = spec
         self._built: dict[tuple[Any, ...], sa.Select[Any]] = {}
@@ -253,7 +286,10 @@ class BatchQuery:
 
     def _build(self, dialect: str, after: Sequence[Any] | None,
                limit: int | None) -> sa.Select[Any]:
-        query = sa.select(*[_col(c) for c in self.columns])
+        query = sa.select(*[_col(c) for c in self.columns],
+                          *_joined_columns(self.joined))
+        if self.joined:
+            query = query.select_from(_joined_source(self.joined))
         clauses = where_clauses(self._filters)
         if after is not None:
             clauses.append(after_condition(self._spec, after, bind=True))
@@ -275,23 +311,14 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start:start + IN_CHUNK]
 
 
-def flavor_of(blob: str | None,
-              cache: dict[str, dict[str, Any]] | None = None
-              ) -> dict[str, Any] | None:
+def flavor_of(blob: str | None) -> dict[str, Any] | None:
     """The current flavor's fields from an instance_extra.flavor blob.
 
-    Instances of one flavor carry the same blob text, so *cache* (blob ->
-    parsed fields, for one listing) parses each distinct blob once.
+    The blob is nova's ``{"cur": <Flavor object primitive>, "old": ...,
+    "new": ...}``; None for no blob.
     """
     if not blob:
         return None
-    if cache is not None:
-        found = cache.get(blob)
-        if found is None:
-            current = (codec.loads(blob).get('cur') or {})
-            found = cache[blob] = dict(current.get('nova_object.data')
-                                       or {})
-        return dict(found)
     current = (codec.loads(blob).get('cur') or {})
     return dict(current.get('nova_object.data') or {})
 
@@ -300,72 +327,11 @@ def _uuids_in(column: sa.Column[Any]) -> ColumnElement[bool]:
     return column.in_(sa.bindparam('uuids', expanding=True))
 
 
-# The detail statements are built once: SQLAlchemy derives their cache key
-# once per process, and the uuid list is an expanding bound parameter.
-_FLAVORS = sa.select(EXTRA.c.instance_uuid, EXTRA.c.flavor).where(
-    _uuids_in(EXTRA.c.instance_uuid), EXTRA.c.deleted == 0)
-_FLAVORS_AND_NETWORK_INFO = sa.select(
-    EXTRA.c.instance_uuid, EXTRA.c.flavor, INFO_CACHE.c.network_info,
-).select_from(EXTRA.outerjoin(INFO_CACHE, sa.and_(
-    INFO_CACHE.c.instance_uuid == EXTRA.c.instance_uuid,
-    INFO_CACHE.c.deleted == 0))).where(
-    _uuids_in(EXTRA.c.instance_uuid), EXTRA.c.deleted == 0)
-_NETWORK_INFO = sa.select(
-    INFO_CACHE.c.instance_uuid, INFO_CACHE.c.network_info).where(
-    _uuids_in(INFO_CACHE.c.instance_uuid), INFO_CACHE.c.deleted == 0)
+# Built once: SQLAlchemy derives its cache key once per process, and the
+# uuid list is an expanding bound parameter.
 _METADATA = sa.select(
     METADATA.c.instance_uuid, METADATA.c.key, METADATA.c.value).where(
     _uuids_in(METADATA.c.instance_uuid), METADATA.c.deleted == 0)
-
-
-def fetch_flavors(conn: sa.Connection,
-                  uuids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """uuid -> the current flavor's fields, from instance_extra.flavor."""
-    out = {}
-    cache: dict[str, dict[str, Any]] = {}
-    for chunk in _chunks(uuids):
-        for uuid, blob in conn.execute(_FLAVORS, {'uuids': chunk}):
-            flavor = flavor_of(blob, cache)
-            if flavor is not None:
-                out[uuid] = flavor
-    return out
-
-
-def fetch_flavors_and_network_info(
-        conn: sa.Connection, uuids: Sequence[str]
-) -> tuple[dict[str, dict[str, Any]], dict[str, list[Any]]]:
-    """Both blobs of the *uuids* in one statement per chunk.
-
-    instance_extra LEFT JOIN instance_info_caches: one round trip instead
-    of two.
-    """
-    flavors: dict[str, dict[str, Any]] = {}
-    nw_infos: dict[str, list[Any]] = {}
-    cache: dict[str, dict[str, Any]] = {}
-    seen: set[str] = set()
-    for chunk in _chunks(uuids):
-        rows = conn.execute(_FLAVORS_AND_NETWORK_INFO, {'uuids': chunk})
-        for uuid, blob, nw_blob in rows:
-            seen.add(uuid)
-            flavor = flavor_of(blob, cache)
-            if flavor is not None:
-                flavors[uuid] = flavor
-            nw_infos[uuid] = codec.loads(nw_blob) if nw_blob else []
-    # An instance without an instance_extra row may still have a cache row.
-    missing = [u for u in uuids if u not in seen]
-    if missing:
-        nw_infos.update(fetch_network_info(conn, missing))
-    return flavors, nw_infos
-
-
-def fetch_network_info(conn: sa.Connection,
-                       uuids: Sequence[str]) -> dict[str, list[Any]]:
-    """uuid -> the network_info list of instance_info_caches."""
-    out = {}
-    for chunk in _chunks(uuids):
-        for uuid, blob in conn.execute(_NETWORK_INFO, {'uuids': chunk}):
-            out[uuid] = codec.loads(blob) if blob else []
-    return out
 
 
 def fetch_metadata(conn: sa.Connection,

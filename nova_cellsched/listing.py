@@ -18,13 +18,17 @@ instances come back in the same order, markers included. What differs is
 how:
 
 1. every cell's first batch is queried at once, each in its own worker
-   thread that runs the query to completion (no lazy generators);
-2. a cell is asked again, in a parallel round with the other such
+   thread that runs the query to completion (no lazy generators); the
+   workers of a round start together once all are submitted;
+2. a batch carries the joined data its fields need: the flavor and
+   network info blobs LEFT JOINed into the same statement, the metadata
+   rows from a second statement on the same connection, so a cell costs
+   one worker and one connection per round;
+3. a cell is asked again, in a parallel round with the other such
    cells, only while its last row still comes before the limit-th row
    fetched so far (see :func:`gather.refetch_sizes`); then the batches
-   are heap-merged by a key function;
-3. joined data (flavor, addresses, metadata) is fetched, again in
-   parallel, only for the rows that survived the merge;
+   are heap-merged by a key function, and only the surviving rows'
+   blobs are parsed, each just before its record is built;
 4. each cell is held to a deadline on its futures, and a cell that fails
    or times out is reported in the result with its original exception.
 
@@ -36,7 +40,7 @@ import datetime
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import futurist
 from nova.api.openstack.compute.schemas import servers as servers_schema
@@ -286,7 +290,14 @@ class _Listing:
         self.budgets = {c.uuid: gather.Budget(cell_timeout) for c in cells}
         self.trace_info = trace_info
         self.columns = views.instance_columns(fields, spec.keys)
-        self.query = instance_query.BatchQuery(self.columns, filters, spec)
+        kinds = views.joined_kinds(fields)
+        self.query = instance_query.BatchQuery(self.columns, filters, spec,
+                                               joined=kinds)
+        self.uuid_at = self.columns.index('uuid')
+        # Where the blobs a batch carries sit in its rows.
+        self.blobs_at = {kind: len(self.columns) + at
+                         for at, kind in enumerate(self.query.joined)}
+        self.with_metadata = 'metadata' in kinds
         # Rows stay the driver's tuples (SQLAlchemy Row objects): a dict
         # per row cost as much CPU as fetching it.
         self.key = spec.key_function(self.columns)
@@ -296,14 +307,32 @@ class _Listing:
         with self.recorder.span('connect', cell.uuid):
             return self.engines.get(cell.database_connection).connect()
 
-    def fetch(self, cell: Cell, after: Sequence[Any] | None,
-              limit: int | None, submitted: float) -> list[Any]:
-        """Worker: one batch of *cell*, run to completion here.
+    def start_round(self, jobs: Mapping[str, tuple[Callable[..., Any],
+                                                     tuple[Any, ...]]]
+                    ) -> dict[str, 'futurist.Future[Any]']:
+        """Submit ``work(*args, submitted)`` per cell, started together.
 
-        The rows are tuples of :attr:`columns`.
+        See :func:`gather.submit_together`.
         """
+        now = self.recorder.now()
+        return gather.submit_together(self.executor.submit, {
+            uuid: (work, args + (now,))
+            for uuid, (work, args) in jobs.items()})
+
+    def _started(self, cell: Cell, submitted: float) -> None:
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
         profiling.join(self.trace_info)
+
+    def fetch(self, cell: Cell, after: Sequence[Any] | None,
+              limit: int | None, submitted: float) -> 'Batch':
+        """Worker: one batch of *cell*, run to completion here.
+
+        The rows are tuples of :attr:`columns` followed by the joined
+        blobs; the metadata of the batch is fetched on the same
+        connection, so a cell costs one worker and one connection per
+        round, whatever the fields.
+        """
+        self._started(cell, submitted)
         with self._connect(cell) as conn:
             query, params = self.query(conn.dialect.name, after, limit)
             with self.recorder.span('execute', cell.uuid):
@@ -311,12 +340,16 @@ class _Listing:
             with self.recorder.span('fetch', cell.uuid) as span:
                 rows = result.all()
                 span['rows'] = len(rows)
-        return rows
-
-    def submit(self, cell: Cell, after: Sequence[Any] | None,
-               limit: int | None) -> 'futurist.Future[Any]':
-        return self.executor.submit(self.fetch, cell, after, limit,
-                                    self.recorder.now())
+            fetched = len(rows)
+            if self.query.joined:
+                rows = _unique_rows(rows, self.uuid_at)
+            metadata: dict[str, dict[str, str]] = {}
+            if self.with_metadata and rows:
+                with self.recorder.span('execute', cell.uuid,
+                                        what='metadata'):
+                    metadata = instance_query.fetch_metadata(
+                        conn, [r[self.uuid_at] for r in rows])
+        return Batch(rows, fetched, metadata)
 
     def wait(self, futures: Mapping[str, 'futurist.Future[Any]']
              ) -> dict[str, gather.Outcome[Any]]:
@@ -329,14 +362,34 @@ class _Listing:
                 self.budgets[uuid].exhaust()
         return outcomes
 
-    def details(self, cell: Cell, uuids: list[str],
-                submitted: float) -> dict[str, dict[str, Any]]:
-        """Worker: joined data of the surviving rows of *cell*."""
-        self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
-        profiling.join(self.trace_info)
-        with self._connect(cell) as conn:
-            with self.recorder.span('execute', cell.uuid, what='details'):
-                return views.fetch_details(conn, self.fields, uuids)
+
+class Batch(NamedTuple):
+    """What a worker got from a cell for one batch."""
+
+    #: Tuples of the listing's columns and joined blobs, in order.
+    rows: list[Any]
+    #: Rows the database returned (a duplicate joined row counts): the
+    #: batch was full when this reaches the size asked for.
+    fetched: int
+    #: uuid -> user metadata of the rows.
+    metadata: dict[str, dict[str, str]]
+
+
+def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
+    """*rows* without repeats of an instance.
+
+    instance_extra has no unique key on the instance uuid: were an
+    instance to have two live rows, the LEFT JOIN would return it twice,
+    next to each other (same sort values).
+    """
+    out: list[Any] = []
+    last = None
+    for row in rows:
+        uuid = row[uuid_at]
+        if uuid != last:
+            out.append(row)
+            last = uuid
+    return out
 
 
 def _marker_values(context: Any, marker: str, spec: sorting.SortSpec,
@@ -533,7 +586,7 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
 
 def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
          limit: int | None) -> list[dict[str, Any]]:
-    """Gather, merge, fetch details and build the records.
+    """Gather, merge and build the records.
 
     The cells are asked in rounds, every cell of a round in parallel: the
     first round asks each cell for *batch_size* rows; a later round asks a
@@ -545,18 +598,20 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     cells = list(state.cells.values())
     key = state.key
     with recorder.span('gather', cells=len(cells)):
-        outcomes = state.wait({c.uuid: state.submit(c, after, batch_size)
-                               for c in cells})
+        outcomes = state.wait(state.start_round({
+            c.uuid: (state.fetch, (c, after, batch_size)) for c in cells}))
     # cell uuid -> [(sort key, cell uuid, row)] in order.
     runs: dict[str, list[tuple[Any, str, Any]]] = {}
+    metadata: dict[str, dict[str, str]] = {}
     open_cells: set[str] = set()
     for uuid, outcome in outcomes.items():
         if not outcome.ok:
             state.failures[uuid] = outcome
             continue
-        rows = outcome.result or []
-        runs[uuid] = [(key(r), uuid, r) for r in rows]
-        if len(rows) >= batch_size:
+        batch = outcome.result
+        runs[uuid] = [(key(r), uuid, r) for r in batch.rows]
+        metadata.update(batch.metadata)
+        if batch.fetched >= batch_size:
             open_cells.add(uuid)
 
     while open_cells:
@@ -564,49 +619,31 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
         if not wanted:
             break
         with recorder.span('refetch', cells=len(wanted)):
-            outcomes = state.wait({
-                uuid: state.submit(state.cells[uuid], state.spec.values_of(
-                    runs[uuid][-1][2], state.columns), size)
-                for uuid, size in wanted.items()})
+            outcomes = state.wait(state.start_round({
+                uuid: (state.fetch, (state.cells[uuid], state.spec.values_of(
+                    runs[uuid][-1][2], state.columns), size))
+                for uuid, size in wanted.items()}))
         for uuid, outcome in outcomes.items():
             if not outcome.ok:
                 # Its rows fetched so far stay; the failure is reported.
                 state.failures[uuid] = outcome
                 open_cells.discard(uuid)
                 continue
-            rows = outcome.result or []
-            runs[uuid].extend((key(r), uuid, r) for r in rows)
-            if len(rows) < wanted[uuid]:
+            batch = outcome.result
+            runs[uuid].extend((key(r), uuid, r) for r in batch.rows)
+            metadata.update(batch.metadata)
+            if batch.fetched < wanted[uuid]:
                 open_cells.discard(uuid)
 
     with recorder.span('merge') as span:
         picked = list(sorting.merge(runs.values(), _first, limit))
         span['rows'] = len(picked)
 
-    uuid_at = state.columns.index('uuid')
-    details: dict[str, dict[str, Any]] = {}
-    if views.needs_details(state.fields) and picked:
-        by_cell: dict[str, list[str]] = {}
-        for _key, cell_uuid, row in picked:
-            if cell_uuid in state.failures:
-                # Timed out or failed on a later batch: not asked again;
-                # its rows already merged keep their own columns.
-                continue
-            by_cell.setdefault(cell_uuid, []).append(row[uuid_at])
-        with recorder.span('details'):
-            futures = {uuid: state.executor.submit(
-                state.details, state.cells[uuid], uuids, recorder.now())
-                for uuid, uuids in by_cell.items()}
-            for uuid, outcome in state.wait(futures).items():
-                if outcome.ok:
-                    details.update(outcome.result or {})
-                else:
-                    state.failures.setdefault(uuid, outcome)
     with recorder.span('view', rows=len(picked)):
         names = {c.uuid: c.name for c in cells}
         return views.build_records(
             [(cell_uuid, row) for _key, cell_uuid, row in picked],
-            state.columns, state.fields, names, details)
+            state.columns, state.fields, names, state.blobs_at, metadata)
 
 
 def _first(item: tuple[Any, ...]) -> Any:

@@ -29,12 +29,13 @@ name          thread                   what
 ``setup``     caller                   cell mappings and marker lookup
 ``wait``      worker                   submitted until a worker ran it
 ``connect``   worker                   checking out a DB connection
-``execute``   worker                   sending the query, first result
+``execute``   worker                   sending a query, first result
+                                       (``what='metadata'``: the
+                                       batch's metadata rows)
 ``fetch``     worker                   reading the rows
 ``gather``    caller                   first batch of every cell
 ``refetch``   caller                   a further round of batches
 ``merge``     caller                   heap merge of the fetched rows
-``details``   caller                   joined data of surviving rows
 ``view``      caller                   building the output records
 ============  =======================  =================================
 """
@@ -49,7 +50,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 WORKER_PHASES = ('wait', 'connect', 'execute', 'fetch')
-CALLER_PHASES = ('setup', 'gather', 'refetch', 'merge', 'details', 'view')
+CALLER_PHASES = ('setup', 'gather', 'refetch', 'merge', 'view')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +160,8 @@ class Timings:
 
     ``setup`` is reading the cell mappings (and the marker) from the API
     database; ``gather`` the caller's wait for the cell databases (first
-    batches, refetch rounds, joined details); ``merge`` the heap merge;
+    batches with their joined data, refetch rounds); ``merge`` the heap
+    merge;
     ``view`` building the records; ``total`` the wall
     time of the whole call, so ``total >= setup + gather + merge + view``.
     """
@@ -169,7 +171,6 @@ class Timings:
     gather: float
     merge: float
     view: float
-    details: float
     cells: tuple[CellTiming, ...]
     spans: tuple[Span, ...]
 
@@ -177,8 +178,7 @@ class Timings:
         """JSON-able form, as written by ``--stats``."""
         return {'seconds': {'total': self.total, 'setup': self.setup,
                             'gather': self.gather,
-                            'merge': self.merge, 'view': self.view,
-                            'details': self.details},
+                            'merge': self.merge, 'view': self.view},
                 'cells': [c.as_dict() for c in self.cells]}
 
 
@@ -203,7 +203,7 @@ def summarize(spans: Sequence[Span], total: float,
             if span.name == 'fetch':
                 rows[span.cell] += int(span.args.get('rows', 0))
                 batches[span.cell] += 1
-    gather = caller['gather'] + caller['refetch'] + caller['details']
+    gather = caller['gather'] + caller['refetch']
     cell_timings = tuple(
         CellTiming(uuid, name, status.get(uuid, ('ok', None))[0],
                    rows[uuid], batches[uuid],
@@ -214,7 +214,7 @@ def summarize(spans: Sequence[Span], total: float,
                                  key=lambda kv: (kv[1] or '', kv[0])))
     return Timings(total=total, setup=caller['setup'], gather=gather,
                    merge=caller['merge'],
-                   view=caller['view'], details=caller['details'],
+                   view=caller['view'],
                    cells=cell_timings, spans=tuple(spans))
 
 

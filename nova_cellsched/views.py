@@ -15,16 +15,18 @@
 A record is a plain dict. Most fields are columns of nova's ``instances``
 table; a few are derived (``status``, ``cell_*``) or joined from other
 tables for the surviving rows only (``flavor*`` from instance_extra,
-``addresses`` from instance_info_caches, ``metadata``).
+``addresses`` from instance_info_caches, ``metadata``): the blobs come
+with each batch, LEFT JOINed, and are parsed only for the rows that
+survive the merge.
 """
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from nova.api.openstack import common as api_common
-import sqlalchemy as sa
 
+from nova_cellsched import codec
 from nova_cellsched import exception
 from nova_cellsched import instance_query
 
@@ -89,35 +91,14 @@ def instance_columns(fields: Sequence[str],
     return tuple(columns)
 
 
-def needs_details(fields: Sequence[str]) -> bool:
-    return any(f in JOINED for f in fields)
+def joined_kinds(fields: Sequence[str]) -> frozenset[str]:
+    """What *fields* need from other tables.
 
-
-def fetch_details(conn: sa.Connection, fields: Sequence[str],
-                  uuids: list[str]) -> dict[str, dict[str, Any]]:
-    """uuid -> joined values, only the kinds *fields* need."""
-    kinds = {JOINED[f] for f in fields if f in JOINED}
-    out: dict[str, dict[str, Any]] = {u: {} for u in uuids}
-    if 'flavor' in kinds and 'network_info' in kinds:
-        flavors, nw_infos = instance_query.fetch_flavors_and_network_info(
-            conn, uuids)
-        for uuid, flavor in flavors.items():
-            out[uuid]['flavor'] = flavor
-        for uuid, nw_info in nw_infos.items():
-            out[uuid]['network_info'] = nw_info
-    elif 'flavor' in kinds:
-        for uuid, flavor in instance_query.fetch_flavors(conn,
-                                                         uuids).items():
-            out[uuid]['flavor'] = flavor
-    elif 'network_info' in kinds:
-        for uuid, nw_info in instance_query.fetch_network_info(
-                conn, uuids).items():
-            out[uuid]['network_info'] = nw_info
-    if 'metadata' in kinds:
-        for uuid, metadata in instance_query.fetch_metadata(conn,
-                                                            uuids).items():
-            out[uuid]['metadata'] = metadata
-    return out
+    ``flavor`` and ``network_info`` (blobs a batch carries, see
+    :data:`instance_query.JOINABLE`) and ``metadata`` (rows fetched for a
+    batch).
+    """
+    return frozenset(JOINED[f] for f in fields if f in JOINED)
 
 
 def addresses(network_info: Sequence[Mapping[str, Any]]
@@ -145,52 +126,91 @@ def addresses(network_info: Sequence[Mapping[str, Any]]
     return out
 
 
-def _flavor_summary(flavor: Mapping[str, Any] | None
-                    ) -> dict[str, Any] | None:
-    if not flavor:
-        return None
-    return {k: flavor.get(k) for k in (
-        'name', 'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb', 'swap')}
+#: The flavor fields of a record's ``flavor``, as nova's view shows them.
+FLAVOR_SUMMARY = ('name', 'vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
+                  'swap')
+
+
+def _flavor_summaries() -> Callable[[str | None], dict[str, Any] | None]:
+    """``blob -> summary`` of instance_extra.flavor blobs, for one listing.
+
+    Instances of one flavor carry the same blob text: each distinct blob
+    is parsed once. The summaries are shared; callers copy them.
+    """
+    cache: dict[str, dict[str, Any] | None] = {}
+
+    def summary(blob: str | None) -> dict[str, Any] | None:
+        if not blob:
+            return None
+        try:
+            return cache[blob]
+        except KeyError:
+            flavor = instance_query.flavor_of(blob)
+            found = cache[blob] = ({k: flavor.get(k) for k in FLAVOR_SUMMARY}
+                                   if flavor else None)
+            return found
+
+    return summary
 
 
 def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
                   columns: Sequence[str], fields: Sequence[str],
                   cell_names: Mapping[str, str | None],
-                  details: Mapping[str, Mapping[str, Any]]
+                  blobs_at: Mapping[str, int],
+                  metadata: Mapping[str, dict[str, str]]
                   ) -> list[dict[str, Any]]:
     """The output records: the *fields*, then any other selected column.
 
     :param rows: ``(cell uuid, row)`` in answer order, each row a tuple of
-        *columns* (see :func:`instance_columns`).
-    :param details: uuid -> joined values (see :func:`fetch_details`).
+        *columns* (see :func:`instance_columns`) followed by the joined
+        blobs.
+    :param blobs_at: blob kind (``flavor``, ``network_info``) -> its
+        position in a row.
+    :param metadata: uuid -> user metadata, as the batches fetched it;
+        its dicts are handed over to the records.
 
-    How each field is got is decided once per listing, not per row.
+    How each field is got is decided once per listing, not per row. A
+    network info blob is parsed just before its record is built and
+    dropped right after: a thousand parsed trees alive at once made the
+    garbage collector walk the whole process several times per listing.
     """
     index = {name: at for at, name in enumerate(columns)}
-    empty: Mapping[str, Any] = {}
     status_from_state = api_common.status_from_state
     vm_at, task_at = index.get('vm_state'), index.get('task_state')
+    uuid_at = index['uuid']
+    flavor_at = blobs_at.get('flavor')
+    network_at = blobs_at.get('network_info')
+    summary = _flavor_summaries()
+    loads = codec.loads
+
+    def flavor_name(cell: str, row: Sequence[Any]) -> Any:
+        found = summary(row[flavor_at])  # type: ignore[index]
+        return found['name'] if found else None
+
+    def flavor(cell: str, row: Sequence[Any]) -> Any:
+        found = summary(row[flavor_at])  # type: ignore[index]
+        return dict(found) if found else None
+
+    def addresses_of(cell: str, row: Sequence[Any]) -> Any:
+        blob = row[network_at]  # type: ignore[index]
+        return addresses(loads(blob)) if blob else {}
 
     def getter(field: str) -> Any:
         if field == 'cell_uuid':
-            return lambda cell, row, joined: cell
+            return lambda cell, row: cell
         if field == 'cell_name':
-            return lambda cell, row, joined: cell_names.get(cell)
+            return lambda cell, row: cell_names.get(cell)
         if field == 'status':
-            return lambda cell, row, joined: status_from_state(
-                row[vm_at], row[task_at])
+            return lambda cell, row: status_from_state(row[vm_at],
+                                                       row[task_at])
         if field == 'flavor_name':
-            return lambda cell, row, joined: (
-                joined.get('flavor') or empty).get('name')
+            return flavor_name
         if field == 'flavor':
-            return lambda cell, row, joined: _flavor_summary(
-                joined.get('flavor'))
+            return flavor
         if field == 'addresses':
-            return lambda cell, row, joined: addresses(
-                joined.get('network_info') or ())
+            return addresses_of
         if field == 'metadata':
-            return lambda cell, row, joined: dict(
-                joined.get('metadata') or empty)
+            return lambda cell, row: metadata.get(row[uuid_at]) or {}
         return index[field]
 
     # Output order: the fields, then columns selected for the sort only
@@ -207,13 +227,11 @@ def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
         else:
             computed.append((place, get))
     take = _taker(column_at)
-    uuid_at = index['uuid']
     out = []
     for cell, row in rows:
-        joined = details.get(row[uuid_at], empty)
         values = take(row)
         for place, get in computed:
-            values.insert(place, get(cell, row, joined))
+            values.insert(place, get(cell, row))
         out.append(dict(zip(names, values)))
     return out
 

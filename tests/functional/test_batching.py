@@ -21,9 +21,11 @@ can still reach the page.
 
 import datetime
 
+import fixtures
 from nova import context as nova_context
 import sqlalchemy as sa
 
+from nova_cellsched import codec
 from nova_cellsched import instance_query
 from nova_cellsched import listing
 from nova_cellsched import seed
@@ -59,8 +61,9 @@ class BatchingTest(db.FunctionalTestCase):
         rows.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         return [r.uuid for r in rows]
 
-    def _list(self, limit, marker=None):
+    def _list(self, limit, marker=None, fields=None):
         return listing.list_instances(self.ctx, limit=limit, marker=marker,
+                                      fields=fields,
                                       engines=self.world.engines)
 
     def test_limit_fetches_far_less_than_limit_from_every_cell(self):
@@ -156,3 +159,60 @@ class BatchingTest(db.FunctionalTestCase):
                     after=tuple(row))
                 self.assertEqual(conn.execute(literal).all(),
                                  conn.execute(statement, params).all())
+
+    def test_blobs_parsed_only_for_the_rows_of_the_answer(self):
+        """Batches carry the blobs; only the merge's survivors are parsed.
+
+        limit 300 over 3 cells fetches 450 rows with their network info
+        and flavor blobs joined in; the network info of exactly 300 is
+        parsed, and each distinct flavor blob once.
+        """
+        parsed = []
+        real_loads = codec.loads
+
+        def spy(text, fast=None):
+            parsed.append(text)
+            return real_loads(text, fast)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.codec.loads', spy))
+        result = self._list(300, fields=listing.DETAIL_FIELDS)
+        self.assertEqual(300, len(result.instances))
+        self.assertGreater(sum(c.rows for c in result.timings.cells), 300)
+        network_infos = [t for t in parsed if t.startswith('[')]
+        flavors = [t for t in parsed if t.startswith('{')]
+        self.assertEqual(300, len(network_infos))
+        self.assertEqual(len(flavors), len(set(flavors)))
+        self.assertTrue(all(r['addresses'] for r in result.instances))
+        self.assertTrue(all(r['flavor']['name'] == r['flavor_name']
+                            for r in result.instances))
+
+    def test_instance_with_two_live_extra_rows_is_listed_once(self):
+        """instance_extra has no unique key on the instance uuid.
+
+        Were an instance to have two live rows, the LEFT JOIN would
+        return it twice; it is listed once, and batches of 100 still walk
+        every row (the duplicate counts towards a full batch).
+        """
+        engine = sa.create_engine(self.world.url_of('cell2'))
+        self.addCleanup(engine.dispose)
+        extra = instance_query.EXTRA
+        expected = self.expected_default_order()
+        table = instance_query.INSTANCES
+        with engine.begin() as conn:
+            # The first and last instances of cell2, around batch edges.
+            mine = conn.execute(sa.select(table.c.uuid).where(
+                table.c.deleted == 0).order_by(
+                table.c.created_at.desc(), table.c.id.desc())).scalars().all()
+            for uuid in mine[:3] + mine[-3:]:
+                row = conn.execute(sa.select(extra).where(
+                    extra.c.instance_uuid == uuid)).mappings().one()
+                copy = dict(row)
+                copy.pop('id')
+                conn.execute(extra.insert().values(**copy))
+        self.cfg.config(instance_list_cells_batch_strategy='fixed',
+                        instance_list_cells_batch_fixed_size=100,
+                        group='api')
+        result = self._list(None, fields=listing.DETAIL_FIELDS)
+        self.assertEqual(expected, [r['uuid'] for r in result.instances])
+        self.assertTrue(all(r['flavor_name'] for r in result.instances))

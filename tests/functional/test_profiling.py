@@ -58,7 +58,7 @@ class ListingTracePointsTest(db.FunctionalTestCase):
         self._list()
         starts = [e for e in self.events if e['name'].endswith('-start')]
         names = {e['name'][:-len('-start')] for e in starts}
-        for phase in ('gather', 'merge', 'details', 'view', 'setup',
+        for phase in ('gather', 'merge', 'view', 'setup',
                       'connect', 'execute', 'fetch'):
             self.assertIn('cellsched.' + phase, names)
         self.assertEqual({'b' * 32}, {e['base_id'] for e in starts})

@@ -52,6 +52,7 @@ SPANS = (
     span('connect', 0.125, 0.25, U1, tid=2),
     span('execute', 0.25, 0.5, U1, tid=2),
     span('fetch', 0.5, 0.75, U1, tid=2, rows=3),
+    span('execute', 0.75, 1.0, U1, tid=2, what='metadata'),
     span('wait', 0.0, 0.5, U2, tid=3),
     span('connect', 0.5, 1.0, U2, tid=3),
     span('refetch', 1.0, 1.5, cells=1),
@@ -59,8 +60,6 @@ SPANS = (
     span('execute', 1.125, 1.25, U1, tid=2),
     span('fetch', 1.25, 1.375, U1, tid=2, rows=2),
     span('merge', 1.5, 2.0, rows=5),
-    span('details', 2.0, 2.25),
-    span('execute', 2.0, 2.25, U1, tid=2, what='details'),
     span('view', 2.25, 2.5, rows=5),
     # Ignored: a cell not queried, and a worker phase without a cell.
     span('fetch', 0.0, 8.0, 'not-a-listed-cell', tid=4, rows=100),
@@ -160,12 +159,11 @@ class SummarizeTestCase(base.BaseTestCase):
         timings = summary()
         self.assertEqual(3.0, timings.total)
         self.assertEqual(0.5, timings.setup)
-        # gather = first batches + refetch waits + details.
-        self.assertEqual(1.0 + 0.5 + 0.25, timings.gather)
+        # gather = first batches + refetch waits.
+        self.assertEqual(1.0 + 0.5, timings.gather)
         # Refetch rounds happen before the merge, not inside it.
         self.assertEqual(0.5, timings.merge)
         self.assertEqual(0.25, timings.view)
-        self.assertEqual(0.25, timings.details)
         self.assertGreaterEqual(
             timings.total,
             timings.setup + timings.gather + timings.merge + timings.view)
@@ -182,7 +180,8 @@ class SummarizeTestCase(base.BaseTestCase):
         one = cells[U1]
         self.assertEqual(0.125 + 0.125, one.wait)
         self.assertEqual(0.125, one.connect)
-        # The details query counts as execute time of its cell.
+        # The metadata query of a batch counts as execute time of its
+        # cell.
         self.assertEqual(0.25 + 0.125 + 0.25, one.execute)
         self.assertEqual(0.25 + 0.125, one.fetch)
         self.assertEqual(one.connect + one.execute + one.fetch, one.query)
@@ -225,8 +224,8 @@ class SummarizeTestCase(base.BaseTestCase):
 
     def test_timings_as_dict_is_json(self):
         data = json.loads(json.dumps(summary().as_dict()))
-        self.assertEqual({'total': 3.0, 'setup': 0.5, 'gather': 1.75,
-                          'merge': 0.5, 'view': 0.25, 'details': 0.25},
+        self.assertEqual({'total': 3.0, 'setup': 0.5, 'gather': 1.5,
+                          'merge': 0.5, 'view': 0.25},
                          data['seconds'])
         self.assertEqual(3, len(data['cells']))
         by_uuid = {c['uuid']: c for c in data['cells']}
@@ -250,7 +249,7 @@ class RenderTestCase(base.BaseTestCase):
         table = timing.format_table(summary())
         for text in ('cell1', 'cell2', U3, 'failed', 'ok',
                      'Boom: lost connection', 'Gather ms', '3000.0',
-                     '500.0', '1750.0'):
+                     '500.0', '1500.0'):
             self.assertIn(text, table)
 
     def test_log_lines_format_with_percent(self):
@@ -258,7 +257,7 @@ class RenderTestCase(base.BaseTestCase):
         self.assertEqual(1 + len(CELLS), len(lines))
         texts = [fmt % args for fmt, args in lines]
         self.assertIn('Listed 3 cell(s) in 3.000s', texts[0])
-        self.assertIn('setup 0.500s, gather 1.750s', texts[0])
+        self.assertIn('setup 0.500s, gather 1.500s', texts[0])
         self.assertIn('Cell %s: ok, 0 row(s)' % U3, texts[1])
         self.assertIn('Cell cell1: ok, 5 row(s) in 2 batch(es)', texts[2])
         self.assertTrue(texts[3].startswith('Cell cell2: failed'))
