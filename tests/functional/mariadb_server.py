@@ -216,9 +216,35 @@ class MariaDBServer(fixtures.Fixture):
         self._wait(10)
 
     def freeze(self) -> None:
-        """SIGSTOP: connections stay open, nothing is answered."""
+        """SIGSTOP: connections stay open, nothing is answered.
+
+        Returns once every thread of the server is stopped: a stop is
+        delivered asynchronously, and on a loaded machine a query sent
+        right after the signal could otherwise still be answered.
+        """
         self._signal(signal.SIGSTOP)
         self.frozen = True
+        deadline = time.monotonic() + 10
+        while not self._all_threads_stopped():
+            if time.monotonic() > deadline:
+                raise RuntimeError('mariadbd %s did not stop after SIGSTOP'
+                                   % self.process.pid)
+            time.sleep(0.01)
+
+    def _all_threads_stopped(self) -> bool:
+        """True when every thread in /proc is stopped (state T)."""
+        assert self.process is not None
+        task_dir = '/proc/%d/task' % self.process.pid
+        try:
+            tasks = os.listdir(task_dir)
+            states = []
+            for task in tasks:
+                with open(os.path.join(task_dir, task, 'stat')) as handle:
+                    # pid (comm) state ...: comm may hold spaces.
+                    states.append(handle.read().rsplit(')', 1)[1].split()[0])
+        except FileNotFoundError:
+            return True  # it is gone: nothing answers either
+        return all(state in ('T', 't') for state in states)
 
     def thaw(self) -> None:
         """SIGCONT after :meth:`freeze`."""
