@@ -339,7 +339,9 @@ def fetch_metadata(conn: sa.Connection,
     """uuid -> user metadata (instance_metadata rows)."""
     out: dict[str, dict[str, str]] = {}
     for chunk in _chunks(uuids):
-        for uuid, key, value in conn.execute(_METADATA, {'uuids': chunk}):
+        # all(): one fetchall, not a driver call per row.
+        for uuid, key, value in conn.execute(_METADATA,
+                                             {'uuids': chunk}).all():
             out.setdefault(uuid, {})[key] = value
     return out
 
@@ -388,6 +390,41 @@ def mysqldb_available() -> bool:
     return True
 
 
+def datetime_conversions(driver: str) -> dict[Any, Any] | None:
+    """The *driver*'s decoders, with DATETIME and TIMESTAMP parsed in C.
+
+    PyMySQL and mysqlclient both convert every DATETIME value in Python
+    (about 2 us each, four per detailed instance row);
+    ``datetime.fromisoformat`` reads MySQL's ``YYYY-MM-DD
+    HH:MM:SS[.ffffff]`` in about 0.1 us and gives the same value. Anything
+    it does not take (MySQL's zero date) goes to the driver's own
+    converter, so the results are the driver's. None for other drivers.
+    """
+    from_isoformat = datetime.datetime.fromisoformat
+    if driver == 'pymysql':
+        from pymysql.constants import FIELD_TYPE
+        from pymysql import converters
+        stock = converters.convert_datetime
+        conversions = dict(converters.conversions)
+    elif driver == 'mysqldb':
+        from MySQLdb.constants import FIELD_TYPE  # type: ignore[no-redef]
+        from MySQLdb import converters  # type: ignore[no-redef]
+        stock = converters.conversions[FIELD_TYPE.DATETIME]
+        conversions = dict(converters.conversions)
+    else:
+        return None
+
+    def convert_datetime(text: Any) -> Any:
+        try:
+            return from_isoformat(text)
+        except (TypeError, ValueError):
+            return stock(text)
+
+    conversions[FIELD_TYPE.DATETIME] = convert_datetime
+    conversions[FIELD_TYPE.TIMESTAMP] = convert_datetime
+    return conversions
+
+
 def create_engine(url: str, io_timeout: float | None = None,
                   prefer_mysqldb: bool = False) -> Engine:
     """An engine for a cell database URL, tuned for listing."""
@@ -409,6 +446,9 @@ def create_engine(url: str, io_timeout: float | None = None,
         if (prefer_mysqldb and parsed.get_driver_name() == 'pymysql' and
                 mysqldb_available()):
             parsed = parsed.set(drivername='mysql+mysqldb')
+        conversions = datetime_conversions(parsed.get_driver_name())
+        if conversions is not None:
+            connect_args['conv'] = conversions
         kwargs.update(pool_recycle=3600, pool_size=5, max_overflow=10)
         if io_timeout:
             seconds = max(1, int(io_timeout + 0.999))
