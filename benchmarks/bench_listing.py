@@ -878,6 +878,16 @@ def evaluate_targets(points: list[dict[str, Any]]) -> list[str]:
                            'NOT met', p['ours_over_floor'],
                            'met' if p['ours_over_floor'] <= 1.5 else
                            'NOT met'))
+            o = p['ours']
+            output = o['view'] + o['json']
+            out.append('  * of ours\' %.1f ms, %.1f ms are the view and JSON '
+                       '(parsing the blobs, building and encoding the '
+                       'records: work the fetch-only floor does not do, '
+                       'and alone %.2fx the floor); ours without them: '
+                       '%.2fx the floor' % (
+                           o['total'] * 1000, output * 1000,
+                           output / p['floor']['total'],
+                           (o['total'] - output) / p['floor']['total']))
         for per_cell in sorted({q['per_cell'] for q in points}):
             a = find(cells=10, limit=1000, driver=driver, deleted=0,
                      marker=None, per_cell=per_cell)

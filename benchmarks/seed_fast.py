@@ -395,6 +395,11 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int,
                     columns = ['id'] + columns
                 load_file(conn, table, path, columns)
             conn.commit()
+            # Settled statistics, as a production cell database has (see
+            # nova_cellsched.seed.analyze).
+            cursor.execute('ANALYZE TABLE %s' % ', '.join(
+                '`%s`' % t for t in seed.SEEDED_TABLES))
+            cursor.fetchall()
         finally:
             conn.close()
         if api_url is not None:
