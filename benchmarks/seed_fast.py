@@ -277,19 +277,11 @@ def write_cell_files(directory: str, cell_name: str,
                             for c in COLUMNS['instance_info_caches']]))
             created_text = _tsv(created)
             sysmeta = files['instance_system_metadata']
-            for key, value in (
-                    ('image_base_image_ref', image),
-                    ('image_disk_format', 'qcow2'),
-                    ('image_container_format', 'bare'),
-                    ('image_min_disk', str(root_gb)),
-                    ('image_min_ram', '0'),
-                    ('image_hw_rng_model', 'virtio'),
-                    ('boot_roles', 'member,reader'),
-                    ('owner_project_name', 'project-%s' % project[:8]),
-                    ('owner_user_name', user)):
+            pairs = seed.system_metadata(image, root_gb, project, user)
+            for key, value in pairs:
                 sysmeta.write('%s\t%s\t%s\t%s\t0\n'
                               % (uuid, key, value, created_text))
-            counts['instance_system_metadata'] += 9
+            counts['instance_system_metadata'] += len(pairs)
             metadata = files['instance_metadata']
             for k in range(rng.randrange(population.metadata_keys + 1)):
                 metadata.write('%s\tkey%d\tvalue-%d-%d\t%s\t0\n' % (

@@ -350,16 +350,8 @@ def generate(cell_name: str, population: Population, seed: int,
             'instance_system_metadata': [
                 {'instance_uuid': uuid, 'key': key, 'value': value,
                  'created_at': created, 'deleted': 0}
-                for key, value in (
-                    ('image_base_image_ref', image),
-                    ('image_disk_format', 'qcow2'),
-                    ('image_container_format', 'bare'),
-                    ('image_min_disk', str(root_gb)),
-                    ('image_min_ram', '0'),
-                    ('image_hw_rng_model', 'virtio'),
-                    ('boot_roles', 'member,reader'),
-                    ('owner_project_name', 'project-%s' % project[:8]),
-                    ('owner_user_name', user))],
+                for key, value in system_metadata(image, root_gb, project,
+                                                  user)],
             'instance_metadata': [
                 {'instance_uuid': uuid, 'key': 'key%d' % k,
                  'value': 'value-%d-%d' % (k, rng.randrange(1000)),
@@ -433,6 +425,20 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
         if api_engine is not None:
             api_engine.dispose()
     return written
+
+
+def system_metadata(image: str, root_gb: int, project: str,
+                    user: str) -> tuple[tuple[str, str], ...]:
+    """The system metadata nova writes for a server booted from *image*."""
+    return (('image_base_image_ref', image),
+            ('image_disk_format', 'qcow2'),
+            ('image_container_format', 'bare'),
+            ('image_min_disk', str(root_gb)),
+            ('image_min_ram', '0'),
+            ('image_hw_rng_model', 'virtio'),
+            ('boot_roles', 'member,reader'),
+            ('owner_project_name', 'project-%s' % project[:8]),
+            ('owner_user_name', user))
 
 
 #: The cell tables :func:`seed_cell` writes.
