@@ -55,19 +55,48 @@ def _read_group() -> policy_cache.RawOptions:
     return tuple(values[0]), values[1]
 
 
+#: The options the last :func:`_read_options` returned.
+_last_read: policy_cache.RawOptions | None = None
+
+
 def _read_options() -> policy_cache.RawOptions:
     """Both options, from one consistent state of the configuration.
 
-    A SIGHUP between reading the two options would pair the old value of
-    one with the new value of the other; read until two reads agree.
+    The usual read is two cached attribute reads. Whenever it differs
+    from the last options read (a change is under way), the pair may be
+    torn: oslo.config's ``mutate_config_files()`` clears its value cache,
+    parses the files, installs the new values, logs each change and only
+    then runs the mutate hooks. A request that cached one option's old
+    value during the parse and reads the other after the install pairs
+    old with new, and the pair stays cached, so reading it twice agrees.
+    So on a change both options are read afresh, the value cache cleared
+    before each read, until two fresh reads agree: a fresh read can only
+    be torn by a swap between its two option reads, and then the next
+    one differs. An unchanged configuration costs nothing more.
     """
+    global _last_read
+    raw = _read_group()
+    if raw == _last_read:
+        return raw
+    _clear_value_cache(CONF)
     raw = _read_group()
     for _attempt in range(5):
+        _clear_value_cache(CONF)
         again = _read_group()
         if again == raw:
             break
         raw = again
+    _last_read = raw
     return raw
+
+
+def _clear_value_cache(conf_obj: Any) -> None:
+    """Clear oslo.config's cache of option values.
+
+    clear_default on an option of ours that never has a default override
+    is the public call that does it.
+    """
+    conf_obj.clear_default('cells_default', group=conf.GROUP_NAME)
 
 
 def _after_reload(conf_obj: cfg.ConfigOpts, fresh: Any) -> None:
@@ -76,11 +105,9 @@ def _after_reload(conf_obj: cfg.ConfigOpts, fresh: Any) -> None:
     oslo.config clears its value cache *before* it parses the files and
     installs the new values; a scheduler thread that read an option in
     between cached the old value again, until the next SIGHUP. Now that
-    the new values are in, clear the cache once more (clear_default on an
-    option of ours that never has a default override is the public call
-    that does it).
+    the new values are in, clear the cache once more.
     """
-    conf_obj.clear_default('cells_default', group=conf.GROUP_NAME)
+    _clear_value_cache(conf_obj)
 
 
 

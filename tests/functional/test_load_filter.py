@@ -357,6 +357,9 @@ class FilterReloadLoadTest(base.BaseTestCase):
             def __getitem__(self, name):
                 return self.group
 
+            def __getattr__(self, name):
+                return getattr(conf, name)
+
         filt = filters.ProjectCellFilter()
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.filters.CONF', SighupBetweenReads()))
@@ -365,6 +368,51 @@ class FilterReloadLoadTest(base.BaseTestCase):
                         for h in filt.filter_all(self.hosts, spec))
         self.assertIn(got, (self.versions[0][2][project],
                             self.versions[1][2][project]))
+
+    def test_request_between_install_and_hooks_gets_no_torn_pair(self):
+        """Was a bug: a cached old option paired with a fresh new one.
+
+        mutate_config_files() installs the new values, logs each change,
+        and only then runs the mutate hooks (which clear the value cache).
+        A scheduler thread that read cells_default during the parse has
+        the old default cached; a request after the install and before
+        the hooks reads the new cells_projects next to it. Reading twice
+        agreed (both cached now), so the torn pair was used: it failed
+        the load test above once in a CI run (1 of 1,000 decisions).
+        """
+        project, _mix = self._mixed_project(0, 1)
+        filt = filters.ProjectCellFilter()
+        spec = objects.RequestSpec(project_id=project)
+
+        def decide():
+            return frozenset(h.cell_uuid
+                             for h in filt.filter_all(self.hosts, spec))
+
+        self.assertEqual(self.versions[0][2][project], decide())
+        conf = self.conf
+        reload_files = conf._reload_config_files
+        warn_immutability = conf._warn_immutability
+        decided = []
+
+        def parse_with_a_reader():
+            namespace = reload_files()
+            # Another scheduler thread reads one option meanwhile.
+            getattr(conf.cellsched, 'cells_default')
+            return namespace
+
+        def right_after_install():
+            warn_immutability()
+            decided.append(decide())
+
+        conf._reload_config_files = parse_with_a_reader
+        conf._warn_immutability = right_after_install
+        try:
+            self.sighup(1)
+        finally:
+            del conf._reload_config_files
+            del conf._warn_immutability
+        self.assertEqual([self.versions[1][2][project]], decided)
+        self.assertEqual(self.versions[1][2][project], decide())
 
     def test_request_during_sighup_does_not_undo_it(self):
         """Was a bug: a request during a SIGHUP keeps the old value cached.
