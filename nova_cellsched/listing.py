@@ -20,10 +20,10 @@ how:
 1. every cell's first batch is queried at once, each in its own worker
    thread that runs the query to completion (no lazy generators); the
    workers of a round start together once all are submitted;
-2. a batch carries the joined data its fields need: the flavor and
-   network info blobs LEFT JOINed into the same statement, the metadata
-   rows from a second statement on the same connection, so a cell costs
-   one worker and one connection per round;
+2. a batch carries the joined data its fields need in the same
+   statement: the flavor and network info blobs LEFT JOINed, the user
+   metadata aggregated to JSON by a correlated subquery, so a cell costs
+   one worker, one connection and one round trip per round;
 3. a cell is asked again, in a parallel round with the other such
    cells, only while its last row still comes before the limit-th row
    fetched so far (see :func:`gather.refetch_sizes`); then the batches
@@ -294,10 +294,9 @@ class _Listing:
         self.query = instance_query.BatchQuery(self.columns, filters, spec,
                                                joined=kinds)
         self.uuid_at = self.columns.index('uuid')
-        # Where the blobs a batch carries sit in its rows.
+        # Where the joined data a batch carries sits in its rows.
         self.blobs_at = {kind: len(self.columns) + at
                          for at, kind in enumerate(self.query.joined)}
-        self.with_metadata = 'metadata' in kinds
         # Rows stay the driver's tuples (SQLAlchemy Row objects): a dict
         # per row cost as much CPU as fetching it.
         self.key = spec.key_function(self.columns)
@@ -328,9 +327,9 @@ class _Listing:
         """Worker: one batch of *cell*, run to completion here.
 
         The rows are tuples of :attr:`columns` followed by the joined
-        blobs; the metadata of the batch is fetched on the same
-        connection, so a cell costs one worker and one connection per
-        round, whatever the fields.
+        data (blobs, metadata JSON): one statement, so a cell costs one
+        worker, one connection and one round trip per round, whatever
+        the fields.
         """
         self._started(cell, submitted)
         with self._connect(cell) as conn:
@@ -343,13 +342,7 @@ class _Listing:
             fetched = len(rows)
             if self.query.joined:
                 rows = _unique_rows(rows, self.uuid_at)
-            metadata: dict[str, dict[str, str]] = {}
-            if self.with_metadata and rows:
-                with self.recorder.span('execute', cell.uuid,
-                                        what='metadata'):
-                    metadata = instance_query.fetch_metadata(
-                        conn, [r[self.uuid_at] for r in rows])
-        return Batch(rows, fetched, metadata)
+        return Batch(rows, fetched)
 
     def wait(self, futures: Mapping[str, 'futurist.Future[Any]']
              ) -> dict[str, gather.Outcome[Any]]:
@@ -366,13 +359,11 @@ class _Listing:
 class Batch(NamedTuple):
     """What a worker got from a cell for one batch."""
 
-    #: Tuples of the listing's columns and joined blobs, in order.
+    #: Tuples of the listing's columns and joined data, in order.
     rows: list[Any]
     #: Rows the database returned (a duplicate joined row counts): the
     #: batch was full when this reaches the size asked for.
     fetched: int
-    #: uuid -> user metadata of the rows.
-    metadata: dict[str, dict[str, str]]
 
 
 def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
@@ -602,7 +593,6 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
             c.uuid: (state.fetch, (c, after, batch_size)) for c in cells}))
     # cell uuid -> [(sort key, cell uuid, row)] in order.
     runs: dict[str, list[tuple[Any, str, Any]]] = {}
-    metadata: dict[str, dict[str, str]] = {}
     open_cells: set[str] = set()
     for uuid, outcome in outcomes.items():
         if not outcome.ok:
@@ -610,7 +600,6 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
             continue
         batch = outcome.result
         runs[uuid] = [(key(r), uuid, r) for r in batch.rows]
-        metadata.update(batch.metadata)
         if batch.fetched >= batch_size:
             open_cells.add(uuid)
 
@@ -631,7 +620,6 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
                 continue
             batch = outcome.result
             runs[uuid].extend((key(r), uuid, r) for r in batch.rows)
-            metadata.update(batch.metadata)
             if batch.fetched < wanted[uuid]:
                 open_cells.discard(uuid)
 
@@ -643,7 +631,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
         names = {c.uuid: c.name for c in cells}
         return views.build_records(
             [(cell_uuid, row) for _key, cell_uuid, row in picked],
-            state.columns, state.fields, names, state.blobs_at, metadata)
+            state.columns, state.fields, names, state.blobs_at)
 
 
 def _first(item: tuple[Any, ...]) -> Any:

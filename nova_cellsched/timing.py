@@ -29,9 +29,7 @@ name          thread                   what
 ``setup``     caller                   cell mappings and marker lookup
 ``wait``      worker                   submitted until a worker ran it
 ``connect``   worker                   checking out a DB connection
-``execute``   worker                   sending a query, first result
-                                       (``what='metadata'``: the
-                                       batch's metadata rows)
+``execute``   worker                   sending the query, first result
 ``fetch``     worker                   reading the rows
 ``gather``    caller                   first batch of every cell
 ``refetch``   caller                   a further round of batches

@@ -94,9 +94,8 @@ def instance_columns(fields: Sequence[str],
 def joined_kinds(fields: Sequence[str]) -> frozenset[str]:
     """What *fields* need from other tables.
 
-    ``flavor`` and ``network_info`` (blobs a batch carries, see
-    :data:`instance_query.JOINABLE`) and ``metadata`` (rows fetched for a
-    batch).
+    ``flavor``, ``network_info`` and ``metadata``, which a batch carries
+    as text after its columns (see :data:`instance_query.JOINABLE`).
     """
     return frozenset(JOINED[f] for f in fields if f in JOINED)
 
@@ -156,18 +155,15 @@ def _flavor_summaries() -> Callable[[str | None], dict[str, Any] | None]:
 def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
                   columns: Sequence[str], fields: Sequence[str],
                   cell_names: Mapping[str, str | None],
-                  blobs_at: Mapping[str, int],
-                  metadata: Mapping[str, dict[str, str]]
+                  blobs_at: Mapping[str, int]
                   ) -> list[dict[str, Any]]:
     """The output records: the *fields*, then any other selected column.
 
     :param rows: ``(cell uuid, row)`` in answer order, each row a tuple of
         *columns* (see :func:`instance_columns`) followed by the joined
-        blobs.
-    :param blobs_at: blob kind (``flavor``, ``network_info``) -> its
-        position in a row.
-    :param metadata: uuid -> user metadata, as the batches fetched it;
-        its dicts are handed over to the records.
+        data.
+    :param blobs_at: joined kind (``flavor``, ``network_info``,
+        ``metadata``) -> its position in a row.
 
     How each field is got is decided once per listing, not per row. A
     network info blob is parsed just before its record is built and
@@ -177,9 +173,9 @@ def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
     index = {name: at for at, name in enumerate(columns)}
     status_from_state = api_common.status_from_state
     vm_at, task_at = index.get('vm_state'), index.get('task_state')
-    uuid_at = index['uuid']
     flavor_at = blobs_at.get('flavor')
     network_at = blobs_at.get('network_info')
+    metadata_at = blobs_at.get('metadata')
     summary = _flavor_summaries()
     loads = codec.loads
 
@@ -194,6 +190,10 @@ def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
     def addresses_of(cell: str, row: Sequence[Any]) -> Any:
         blob = row[network_at]  # type: ignore[index]
         return addresses(loads(blob)) if blob else {}
+
+    def metadata_of(cell: str, row: Sequence[Any]) -> Any:
+        text = row[metadata_at]  # type: ignore[index]
+        return loads(text) if text else {}
 
     def getter(field: str) -> Any:
         if field == 'cell_uuid':
@@ -210,7 +210,7 @@ def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
         if field == 'addresses':
             return addresses_of
         if field == 'metadata':
-            return lambda cell, row: metadata.get(row[uuid_at]) or {}
+            return metadata_of
         return index[field]
 
     # Output order: the fields, then columns selected for the sort only

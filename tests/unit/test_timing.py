@@ -52,7 +52,6 @@ SPANS = (
     span('connect', 0.125, 0.25, U1, tid=2),
     span('execute', 0.25, 0.5, U1, tid=2),
     span('fetch', 0.5, 0.75, U1, tid=2, rows=3),
-    span('execute', 0.75, 1.0, U1, tid=2, what='metadata'),
     span('wait', 0.0, 0.5, U2, tid=3),
     span('connect', 0.5, 1.0, U2, tid=3),
     span('refetch', 1.0, 1.5, cells=1),
@@ -180,9 +179,8 @@ class SummarizeTestCase(base.BaseTestCase):
         one = cells[U1]
         self.assertEqual(0.125 + 0.125, one.wait)
         self.assertEqual(0.125, one.connect)
-        # The metadata query of a batch counts as execute time of its
-        # cell.
-        self.assertEqual(0.25 + 0.125 + 0.25, one.execute)
+        # Every batch's statement counts as execute time of its cell.
+        self.assertEqual(0.25 + 0.125, one.execute)
         self.assertEqual(0.25 + 0.125, one.fetch)
         self.assertEqual(one.connect + one.execute + one.fetch, one.query)
         two = cells[U2]
