@@ -60,8 +60,8 @@ asc``), same limit, marker and cells for all three:
     naive raw merge below, not from our code); the timed run asks each
     of those cells, in parallel on an open DB-API connection, for exactly
     that many rows with the detail columns and the flavor and
-    network_info blobs joined in (one statement), then for their metadata
-    rows (a second statement), and heap-merges. It fetches; it does not
+    network_info blobs joined in and the metadata as JSON, in one
+    statement as ours reads them, and heap-merges. It fetches; it does not
     parse, build records or encode.
 (d) *naive*: raw SQL as nova's strategy asks: every cell for ``limit``
     rows, a heap merge, then the blobs and metadata of the survivors (the
@@ -391,10 +391,16 @@ class RawPath:
 
     def select(self, joined: bool, after: tuple[Any, ...] | None,
                count: int) -> tuple[str, tuple[Any, ...]]:
-        """The per-cell SELECT: the detail columns, optionally the blobs."""
+        """The per-cell SELECT: the detail columns, maybe joined data.
+
+        *joined*: the blobs, and the metadata as JSON as ours reads it.
+        """
         cols, source = self.cols, 'instances i'
         if joined:
-            cols += ', e.flavor, c.network_info'
+            cols += (', e.flavor, c.network_info, (SELECT JSON_OBJECTAGG('
+                     'm.`key`, m.value) FROM instance_metadata m WHERE '
+                     'm.instance_uuid = i.uuid AND m.deleted = 0 AND '
+                     'm.`key` IS NOT NULL)')
             source += (
                 ' LEFT JOIN instance_extra e ON e.instance_uuid = i.uuid '
                 'AND e.deleted = 0 LEFT JOIN instance_info_caches c ON '
@@ -414,6 +420,22 @@ class RawPath:
         return (-row[self.i_created].timestamp(), -row[self.i_id],
                 row[self.i_uuid])
 
+    def limit_per_cell_merge(self, limit: int, marker: str | None
+                             ) -> tuple[list[tuple[tuple[Any, ...], str]],
+                                        int]:
+        """Ask every cell for *limit* rows (columns only) and merge them.
+
+        :returns: the first *limit* (row, cell uuid) and the rows fetched.
+        """
+        after = self.marker_values(marker)
+        sql, params = self.select(False, after, limit)
+        futures = {uuid: self.pool.submit(self._rows, uuid, sql, params)
+                   for _name, uuid, _url in self.cells}
+        runs = [[(row, cell_uuid) for row in future.result()]
+                for cell_uuid, future in futures.items()]
+        merged = list(heapq.merge(*runs, key=self.key))[:limit]
+        return merged, sum(len(r) for r in runs)
+
 
 class FloorPath(RawPath):
     """The floor: only the rows the answer needs, in one query per cell.
@@ -422,10 +444,10 @@ class FloorPath(RawPath):
     rows of the answer each cell holds (by the naive raw merge, which does
     not use our code). The timed run then asks every cell, in parallel,
     for exactly that many rows with their flavor and network_info blobs
-    joined in (one statement), and the metadata of those rows (a second
-    statement on the same connection), then heap-merges. No SQLAlchemy,
-    no parsing of the blobs, no records, no JSON: what any lister must at
-    least fetch, with this driver, to answer.
+    joined in and their metadata as JSON (one statement, as ours reads
+    them), then heap-merges. No SQLAlchemy, no parsing, no records, no
+    JSON encoding: what any lister must at least fetch, with this driver,
+    to answer.
     """
 
     def __init__(self, world: dict[str, Any], driver: str) -> None:
@@ -433,33 +455,24 @@ class FloorPath(RawPath):
         self.plan: dict[str, int] = {}
 
     def prepare(self, limit: int, marker: str | None) -> None:
-        naive = NaivePath.merged(self, limit, marker)
+        naive, _fetched = self.limit_per_cell_merge(limit, marker)
         self.plan = {}
         for _row, cell_uuid in naive:
             self.plan[cell_uuid] = self.plan.get(cell_uuid, 0) + 1
 
-    def _cell(self, uuid: str, after: tuple[Any, ...] | None,
-              count: int) -> tuple[list[tuple[Any, ...]], int]:
-        rows = self._rows(uuid, *self.select(True, after, count))
-        meta = self._metadata(uuid, [r[self.i_uuid] for r in rows])
-        return rows, len(meta)
-
     def run(self, limit: int, marker: str | None) -> dict[str, Any]:
         t0 = time.perf_counter()
         after = self.marker_values(marker)
-        futures = {uuid: self.pool.submit(self._cell, uuid, after, count)
-                   for uuid, count in self.plan.items()}
-        runs, joined = [], 0
-        for cell_uuid, future in futures.items():
-            rows, meta = future.result()
-            runs.append([(row, cell_uuid) for row in rows])
-            joined += len(rows) + meta
+        futures = {uuid: self.pool.submit(
+            self._rows, uuid, *self.select(True, after, count))
+            for uuid, count in self.plan.items()}
+        runs = [[(row, cell_uuid) for row in future.result()]
+                for cell_uuid, future in futures.items()]
         t1 = time.perf_counter()
         merged = list(heapq.merge(*runs, key=self.key))[:limit]
         t2 = time.perf_counter()
         return {'total': t2 - t0, 'gather': t1 - t0, 'merge': t2 - t1,
                 'rows_fetched': sum(len(r) for r in runs),
-                'joined_rows': joined,
                 'uuids': [row[self.i_uuid] for row, _cell in merged]}
 
 
@@ -472,18 +485,6 @@ class NaivePath(RawPath):
     floor.
     """
 
-    @staticmethod
-    def merged(path: RawPath, limit: int, marker: str | None
-               ) -> list[tuple[tuple[Any, ...], str]]:
-        after = path.marker_values(marker)
-        sql, params = path.select(False, after, limit)
-        futures = {uuid: path.pool.submit(path._rows, uuid, sql, params)
-                   for _name, uuid, _url in path.cells}
-        runs = [[(row, cell_uuid) for row in future.result()]
-                for cell_uuid, future in futures.items()]
-        path.last_fetched = sum(len(r) for r in runs)
-        return list(heapq.merge(*runs, key=path.key))[:limit]
-
     def _details(self, uuid: str, uuids: list[str]) -> int:
         blobs = self._rows(
             uuid, 'SELECT e.instance_uuid, e.flavor, c.network_info '
@@ -495,7 +496,7 @@ class NaivePath(RawPath):
 
     def run(self, limit: int, marker: str | None) -> dict[str, Any]:
         t0 = time.perf_counter()
-        merged = self.merged(self, limit, marker)
+        merged, fetched = self.limit_per_cell_merge(limit, marker)
         t1 = time.perf_counter()
         by_cell: dict[str, list[str]] = {}
         for row, cell_uuid in merged:
@@ -505,7 +506,7 @@ class NaivePath(RawPath):
         joined = sum(f.result() for f in details)
         t2 = time.perf_counter()
         return {'total': t2 - t0, 'gather': t1 - t0, 'details': t2 - t1,
-                'rows_fetched': self.last_fetched, 'joined_rows': joined,
+                'rows_fetched': fetched, 'joined_rows': joined,
                 'uuids': [row[self.i_uuid] for row, _cell in merged]}
 
 
@@ -1066,8 +1067,8 @@ def main(argv: list[str] | None = None) -> int:
         '34), with its default cell_worker_thread_pool_size.',
         'floor: an oracle that knows, from an untimed raw run, how many '
         'rows of the answer each cell holds, and fetches exactly those, '
-        'their blobs joined in, and their metadata: two statements per '
-        'cell, in parallel, on open connections; it neither parses nor '
+        'their blobs joined in and their metadata as JSON: one statement '
+        'per cell, in parallel, on open connections; it neither parses nor '
         'encodes. Ours must find those counts, parses flavor and '
         'network_info JSON, builds records and encodes JSON.',
         'naive: raw SQL asking every cell for `limit` rows, as nova\'s '
