@@ -389,8 +389,8 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int,
             conn.commit()
             # Settled statistics, as a production cell database has (see
             # nova_cellsched.seed.analyze).
-            cursor.execute('ANALYZE TABLE %s' % ', '.join(
-                '`%s`' % t for t in seed.SEEDED_TABLES))
+            cursor.execute(seed.analyze_statement('mysql',
+                                                  seed.SEEDED_TABLES))
             cursor.fetchall()
         finally:
             conn.close()

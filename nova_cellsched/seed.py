@@ -456,19 +456,26 @@ def analyze(engine: sa.Engine, tables: Sequence[str]) -> None:
     a seeded one after this. MySQL and PostgreSQL only (SQLite plans
     without statistics here).
     """
-    backend = engine.dialect.name
-    if backend == 'mysql':
-        statement = 'ANALYZE TABLE %s' % ', '.join(
-            '`%s`' % t for t in tables)
-    elif backend == 'postgresql':
-        statement = 'ANALYZE %s' % ', '.join('"%s"' % t for t in tables)
-    else:
+    statement = analyze_statement(engine.dialect.name, tables)
+    if statement is None:
         return
     with engine.connect() as conn:
         result = conn.execute(sa.text(statement))
         if result.returns_rows:
             result.all()  # MySQL answers with a status row per table
         conn.commit()
+
+
+def analyze_statement(dialect: str, tables: Sequence[str]) -> str | None:
+    """The statement that refreshes *tables*' statistics; None for SQLite.
+
+    *tables* are nova's table names (identifiers we choose, not input).
+    """
+    if dialect == 'mysql':
+        return 'ANALYZE TABLE %s' % ', '.join('`%s`' % t for t in tables)
+    if dialect == 'postgresql':
+        return 'ANALYZE %s' % ', '.join('"%s"' % t for t in tables)
+    return None
 
 
 def map_instances(api_url: str, cell_url: str, cell_id: int,
