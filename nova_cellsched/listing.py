@@ -295,8 +295,8 @@ class _Listing:
                                                joined=kinds)
         self.uuid_at = self.columns.index('uuid')
         # Where the joined data a batch carries sits in its rows.
-        self.blobs_at = {kind: len(self.columns) + at
-                         for at, kind in enumerate(self.query.joined)}
+        self.joined_at = {kind: len(self.columns) + at
+                          for at, kind in enumerate(self.query.joined)}
         # Rows stay the driver's tuples (SQLAlchemy Row objects): a dict
         # per row cost as much CPU as fetching it.
         self.key = spec.key_function(self.columns)
@@ -340,7 +340,8 @@ class _Listing:
                 rows = result.all()
                 span['rows'] = len(rows)
             fetched = len(rows)
-            if self.query.joined:
+            if 'flavor' in self.joined_at:
+                # Only the instance_extra join can repeat an instance.
                 rows = _unique_rows(rows, self.uuid_at)
         return Batch(rows, fetched)
 
@@ -631,7 +632,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
         names = {c.uuid: c.name for c in cells}
         return views.build_records(
             [(cell_uuid, row) for _key, cell_uuid, row in picked],
-            state.columns, state.fields, names, state.blobs_at)
+            state.columns, state.fields, names, state.joined_at)
 
 
 def _first(item: tuple[Any, ...]) -> Any:

@@ -155,14 +155,14 @@ def _flavor_summaries() -> Callable[[str | None], dict[str, Any] | None]:
 def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
                   columns: Sequence[str], fields: Sequence[str],
                   cell_names: Mapping[str, str | None],
-                  blobs_at: Mapping[str, int]
+                  joined_at: Mapping[str, int]
                   ) -> list[dict[str, Any]]:
     """The output records: the *fields*, then any other selected column.
 
     :param rows: ``(cell uuid, row)`` in answer order, each row a tuple of
         *columns* (see :func:`instance_columns`) followed by the joined
         data.
-    :param blobs_at: joined kind (``flavor``, ``network_info``,
+    :param joined_at: joined kind (``flavor``, ``network_info``,
         ``metadata``) -> its position in a row.
 
     How each field is got is decided once per listing, not per row. A
@@ -173,9 +173,9 @@ def build_records(rows: Sequence[tuple[str, Sequence[Any]]],
     index = {name: at for at, name in enumerate(columns)}
     status_from_state = api_common.status_from_state
     vm_at, task_at = index.get('vm_state'), index.get('task_state')
-    flavor_at = blobs_at.get('flavor')
-    network_at = blobs_at.get('network_info')
-    metadata_at = blobs_at.get('metadata')
+    flavor_at = joined_at.get('flavor')
+    network_at = joined_at.get('network_info')
+    metadata_at = joined_at.get('metadata')
     summary = _flavor_summaries()
     loads = codec.loads
 
