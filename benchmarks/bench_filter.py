@@ -72,9 +72,9 @@ except ImportError:  # run from a checkout without the package installed
     sys.path.insert(0, os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))
 
-from nova_cellsched import filters as cellsched_filters  # noqa: E402
-from nova_cellsched.policy import CellInfo  # noqa: E402
-from nova_cellsched import policy_cache  # noqa: E402
+from nova_cellsched.scheduler import host_filter as cellsched_filters  # noqa: E402
+from nova_cellsched.scheduler.policy import CellInfo  # noqa: E402
+from nova_cellsched.scheduler import policy_cache  # noqa: E402
 
 CONF = nova.conf.CONF
 

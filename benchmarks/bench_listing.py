@@ -51,8 +51,8 @@ asc``), same limit, marker and cells for all three:
     every server. nova runs in native threading mode, as nova-api does by
     default since 2026.1.
 (b) *ours*: ``nova_cellsched.listing.list_instances`` with
-    ``fields=DETAIL_FIELDS``, then ``nova_cellsched.codec.dumps`` of the
-    records (orjson when installed, as ``benchmarks/requirements.txt``
+    ``fields=DETAIL_FIELDS``, then ``nova_cellsched.listing.codec.dumps``
+    of the records (orjson when installed, as ``benchmarks/requirements.txt``
     does).
 (c) *floor*: what any lister must at least do to answer, with the same
     driver and no SQLAlchemy: fetch exactly the rows of the answer. An
@@ -146,13 +146,14 @@ from oslo_db.sqlalchemy import enginefacade  # noqa: E402
 from oslo_serialization import jsonutils  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
+import nova_cellsched  # noqa: E402
 from nova_cellsched import cells as cells_mod  # noqa: E402
-from nova_cellsched import codec  # noqa: E402
 from nova_cellsched import conf as conf_mod  # noqa: E402
-from nova_cellsched import instance_query  # noqa: E402
 from nova_cellsched import listing  # noqa: E402
-from nova_cellsched import sorting  # noqa: E402
-from nova_cellsched import views  # noqa: E402
+from nova_cellsched.listing import codec  # noqa: E402
+from nova_cellsched.listing import query as instance_query  # noqa: E402
+from nova_cellsched.listing import sorting  # noqa: E402
+from nova_cellsched.listing import views  # noqa: E402
 
 import seed_fast  # noqa: E402
 
@@ -1050,7 +1051,7 @@ def main(argv: list[str] | None = None) -> int:
     server = tune_server(args.server, log, args.tune_server)
     log('MariaDB %(version)s, innodb_buffer_pool_size %(innodb_buffer_pool_'
         'size)d, max_connections %(max_connections)d' % server)
-    log('nova_cellsched from %s' % os.path.dirname(listing.__file__))
+    log('nova_cellsched from %s' % os.path.dirname(nova_cellsched.__file__))
     worlds = []
     for cells in args.cells:
         for deleted in args.deleted:
@@ -1136,7 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
         'sqlalchemy': sa.__version__, 'python': platform.python_version(),
         'cpus': os.cpu_count(), 'server': server, 'repeat': args.repeat,
         'microversion': MAX_VERSION, 'package': os.path.dirname(
-            listing.__file__),
+            nova_cellsched.__file__),
         'nova_expected_attrs': EXPECTED_ATTRS, 'points': points,
         'seeding': seeding,
         'targets': targets, 'notes': notes,

@@ -12,13 +12,13 @@
 
 """Fast bulk seeding of benchmark cells, rows shaped as nova writes them.
 
-:func:`nova_cellsched.seed.seed_cell` builds nova ``NetworkInfo`` objects
+:func:`nova_cellsched.demo.seed.seed_cell` builds nova ``NetworkInfo`` objects
 for every instance and inserts through SQLAlchemy: about 0.5 ms per
 instance to generate plus the inserts, too slow for 50 cells x 10,000
 instances. This module writes the *same row shapes* much faster:
 
 * the column sets and their order are taken from one row of
-  :func:`nova_cellsched.seed.generate` (checked at import), so a column
+  :func:`nova_cellsched.demo.seed.generate` (checked at import), so a column
   added there is noticed here;
 * the ``network_info`` JSON is rendered once by ``seed._network_info_json``
   (nova's ``NetworkInfo.json()``) with sentinel numbers, and the sentinels
@@ -34,7 +34,7 @@ instances. This module writes the *same row shapes* much faster:
   others get an exact copy of it (``SHOW CREATE TABLE`` of every table,
   foreign keys included, and the ``alembic_version`` row).
 
-The conventions of :mod:`nova_cellsched.seed` are kept: cell0 holds a few
+The conventions of :mod:`nova_cellsched.demo.seed` are kept: cell0 holds a few
 instances in ERROR without host, the API database holds one
 ``instance_mappings`` row per instance (``queued_for_delete`` set for the
 deleted ones), sysmeta and metadata rows stay ``deleted = 0``.
@@ -52,7 +52,7 @@ from typing import Any
 from nova.compute import power_state
 from nova.compute import vm_states
 
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
 
 START = datetime.datetime(2023, 1, 1)
 THREE_YEARS = 3 * 365 * 86400
@@ -388,7 +388,7 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int,
                 load_file(conn, table, path, columns)
             conn.commit()
             # Settled statistics, as a production cell database has (see
-            # nova_cellsched.seed.analyze).
+            # nova_cellsched.demo.seed.analyze).
             cursor.execute(seed.analyze_statement('mysql',
                                                   seed.SEEDED_TABLES))
             cursor.fetchall()

@@ -10,11 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Nova adapter: cell mappings from the nova API database.
+"""Nova adapter: cell mappings from the nova API database, URLs masked.
 
-The only module besides :mod:`nova_cellsched.filters` and the listing
-adapter that imports nova. Everything it returns is a plain value of
-:mod:`nova_cellsched.policy`.
+Shared by the scheduler, the lister and the command line.
 """
 
 from typing import Any
@@ -24,8 +22,6 @@ from nova import context as nova_context
 from nova import objects
 from oslo_messaging import transport as messaging_transport
 from sqlalchemy.engine import url as sa_url
-
-from nova_cellsched.policy import CellInfo
 
 
 #: URL query keys that drivers read as a password.
@@ -69,14 +65,3 @@ def load_cell_mappings(context: Any = None) -> list[Any]:
     register_messaging_opts()
     ctxt = context or nova_context.get_admin_context()
     return list(objects.CellMappingList.get_all(ctxt))
-
-
-def to_cell_info(cell_mapping: Any) -> CellInfo:
-    """Convert a nova ``CellMapping`` to a :class:`CellInfo`."""
-    return CellInfo(uuid=cell_mapping.uuid, name=cell_mapping.name or None,
-                    disabled=bool(cell_mapping.disabled))
-
-
-def load_cell_infos(context: Any = None) -> list[CellInfo]:
-    """Return every cell mapping as :class:`CellInfo`, cell0 included."""
-    return [to_cell_info(cm) for cm in load_cell_mappings(context)]

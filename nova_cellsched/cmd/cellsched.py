@@ -59,8 +59,8 @@ from cliff import lister
 from nova_cellsched.cmd.base import CellschedCommandMixin
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
-from nova_cellsched import mapping as mapping_mod
-from nova_cellsched import policy as policy_mod
+from nova_cellsched.scheduler import mapping as mapping_mod
+from nova_cellsched.scheduler import policy as policy_mod
 
 NOISY_LOGGERS = ('nova', 'oslo_service', 'oslo_db', 'oslo.privsep',
                  'stevedore', 'alembic')
@@ -72,17 +72,17 @@ EXPLAIN_COLUMNS = ('Cell', 'UUID', 'New servers', 'Why')
 def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
                            policy_mod.Policy]:
     """Parse the options, read the cell mappings and resolve the policy."""
-    from nova_cellsched import nova_setup
+    from nova_cellsched.cmd import nova_setup
 
     conf = nova_setup.conf()
     group = conf.cellsched
     mapping = mapping_mod.parse(list(group.cells_default),
                                 group.cells_projects)
     cell_mappings = nova_setup.cell_mappings()
-    from nova_cellsched import cells
+    from nova_cellsched.scheduler import cell_infos
 
     policy = policy_mod.resolve(
-        mapping, [cells.to_cell_info(cm) for cm in cell_mappings])
+        mapping, [cell_infos.to_cell_info(cm) for cm in cell_mappings])
     return mapping, cell_mappings, policy
 
 
@@ -238,7 +238,7 @@ class CellschedApp(app.App):
     def initialize_app(self, argv: list[str]) -> None:
         if not argv or argv[0] in ('help', 'complete', 'demo'):
             return
-        from nova_cellsched import nova_setup
+        from nova_cellsched.cmd import nova_setup
 
         args = []
         for path in self.options.config_file:

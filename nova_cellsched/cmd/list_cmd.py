@@ -161,9 +161,9 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        from nova_cellsched.cmd import nova_setup
         from nova_cellsched import listing
-        from nova_cellsched import nova_setup
-        from nova_cellsched import sorting
+        from nova_cellsched.listing import sorting
 
         filters = dict(parse_filter(f) for f in parsed_args.filter)
         if parsed_args.project:
@@ -198,7 +198,7 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
         return self._table(result, fields)
 
     def _report(self, result: Any, parsed_args: argparse.Namespace) -> None:
-        from nova_cellsched import timing
+        from nova_cellsched.listing import timing
 
         # Each failed cell was logged as a warning by list_instances.
         self._incomplete = not result.complete
@@ -259,10 +259,10 @@ class Demo(CellschedCommandMixin, lister.Lister):
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         from nova_cellsched import cells
-        from nova_cellsched import demo
+        from nova_cellsched.cmd import nova_setup
+        from nova_cellsched.demo import world as demo
         from nova_cellsched import listing
-        from nova_cellsched import nova_setup
-        from nova_cellsched import timing
+        from nova_cellsched.listing import timing
 
         if parsed_args.cells < 1 or parsed_args.instances < 1:
             raise exception.InvalidListRequest(

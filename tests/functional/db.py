@@ -37,8 +37,8 @@ import sqlalchemy as sa
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
-from nova_cellsched import instance_query
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
+from nova_cellsched.listing import query as instance_query
 
 MYSQL_URL = os.environ.get('NOVA_CELLSCHED_TEST_MYSQL_URL',
                            'mysql+pymysql://root@127.0.0.1:3306/')

@@ -53,8 +53,8 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched import cells as cells_mod
-from nova_cellsched import instance_query
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
+from nova_cellsched.listing import query as instance_query
 
 MARIADBD = os.environ.get('NOVA_CELLSCHED_TEST_MARIADBD', '/usr/sbin/mariadbd')
 INSTALL_DB = os.environ.get('NOVA_CELLSCHED_TEST_MARIADB_INSTALL_DB',

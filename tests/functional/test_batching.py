@@ -25,10 +25,11 @@ import fixtures
 from nova import context as nova_context
 import sqlalchemy as sa
 
-from nova_cellsched import codec
-from nova_cellsched import instance_query
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
+from nova_cellsched.listing import codec
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import sorting
 from tests.functional import db
 
 CELLS = ('cell1', 'cell2', 'cell3')
@@ -128,7 +129,7 @@ class BatchingTest(db.FunctionalTestCase):
         A shape is the first batch, or a batch after a row with NULLs in
         given sort values; the limit and the sort values are parameters.
         """
-        spec = listing.sorting.SortSpec.build(['host', 'created_at'],
+        spec = sorting.SortSpec.build(['host', 'created_at'],
                                               ['asc', 'desc'])
         query = instance_query.BatchQuery(('uuid', 'host', 'created_at'),
                                           {'deleted': False}, spec)
@@ -175,7 +176,7 @@ class BatchingTest(db.FunctionalTestCase):
             return real_loads(text, fast)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.codec.loads', spy))
+            'nova_cellsched.listing.codec.loads', spy))
         result = self._list(300, fields=listing.DETAIL_FIELDS)
         self.assertEqual(300, len(result.instances))
         self.assertGreater(sum(c.rows for c in result.timings.cells), 300)

@@ -36,10 +36,10 @@ import sqlalchemy as sa
 
 from nova_cellsched.cmd import cellsched
 from nova_cellsched.cmd import list_cmd
-from nova_cellsched import instance_query
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
-from nova_cellsched import timing
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import timing
 from tests.functional import db
 
 ENTRY_POINT = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')

@@ -33,11 +33,11 @@ from nova import objects
 from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
-from nova_cellsched import filters
-from nova_cellsched import policy_cache
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
+from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import host_filter as filters
+from nova_cellsched.scheduler import policy_cache
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -175,7 +175,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
         filt = filters.ProjectCellFilter()
         clock = FakeClock()
         filt._cache = policy_cache.PolicyCache(
-            filters._read_options, cells_mod.load_cell_infos, clock=clock)
+            filters._read_options, cell_infos.load_cell_infos, clock=clock)
 
         def cells_passed(project, candidates=hosts):
             spec = objects.RequestSpec(project_id=project,

@@ -34,11 +34,11 @@ from nova import context as nova_context
 from oslo_config import fixture as config_fixture
 
 from nova_cellsched import conf as conf_mod
+from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
-from nova_cellsched import instance_query
 from nova_cellsched import listing
-from nova_cellsched import seed
+from nova_cellsched.listing import query as instance_query
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -238,7 +238,7 @@ class CellServerFaultsTest(mdb.ServersTestCase):
 
         With the default fields (flavor_name needs the joined details) a
         cell whose refetch timed out still gets its details future in
-        listing._run, waited for with what its Budget has left -- and a
+        lister._run, waited for with what its Budget has left -- and a
         Budget is charged only when a future completes, so the refetch
         still blocked on the frozen server has cost it nothing. The
         listing takes twice list_cell_timeout (with io_timeout equal to

@@ -37,12 +37,12 @@ import sqlalchemy as sa
 
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import conf as conf_mod
+from nova_cellsched.demo import seed
 from nova_cellsched import exception
-from nova_cellsched import instance_query
 from nova_cellsched import listing
-from nova_cellsched import seed
-from nova_cellsched import sorting
-from nova_cellsched import views
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import sorting
+from nova_cellsched.listing import views
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -369,7 +369,7 @@ class HostileListingTest(mdb.ServersTestCase):
     def test_extreme_time_filter_is_rejected(self):
         """Was a bug: changes-since far in the past fails every cell.
 
-        listing._time accepts '0001-01-01T00:00:00+01:00'; converting it
+        lister._time accepts '0001-01-01T00:00:00+01:00'; converting it
         to naive UTC (instance_query._naive_utc, in each worker thread)
         raises OverflowError, so every cell is reported failed -- the
         input is blamed on the cells, the CLI exits 1, not 2, and strict

@@ -44,9 +44,9 @@ from oslotest import base
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched import filters
-from nova_cellsched import mapping
-from nova_cellsched import policy as policy_mod
+from nova_cellsched.scheduler import host_filter as filters
+from nova_cellsched.scheduler import mapping
+from nova_cellsched.scheduler import policy as policy_mod
 
 CONF = nova.conf.CONF
 COUNTS = {}
@@ -354,7 +354,7 @@ class IsolationPropertyTest(base.BaseTestCase):
                                             level=logging.INFO))
         self.universe = []
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.cells.load_cell_infos',
+            'nova_cellsched.scheduler.cell_infos.load_cell_infos',
             lambda: list(self.universe)))
 
     @hypothesis.settings(max_examples=400, deadline=None, derandomize=True,
@@ -422,12 +422,13 @@ class UnreadableOptionTest(base.BaseTestCase):
         conf_mod.register_opts(self.conf)
         self.conf(['--config-file', self.path], default_config_files=[])
         self.addCleanup(self.conf.reset)
-        self.useFixture(fixtures.MonkeyPatch('nova_cellsched.filters.CONF',
+        self.useFixture(fixtures.MonkeyPatch('nova_cellsched.scheduler.host_filter.CONF',
                                              self.conf))
         self.cells = [policy_mod.CellInfo(str(uuid_lib.uuid4()), name)
                       for name in ('cell1', 'cell2')]
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.cells.load_cell_infos', lambda: self.cells))
+            'nova_cellsched.scheduler.cell_infos.load_cell_infos',
+            lambda: self.cells))
         self.logs = self.useFixture(fixtures.FakeLogger(
             name='nova_cellsched', level=logging.INFO))
         self.hosts = [fakes.FakeHostState(c.name, 'n', {'cell_uuid': c.uuid})

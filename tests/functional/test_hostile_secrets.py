@@ -34,11 +34,11 @@ from oslo_config import fixture as config_fixture
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
+from nova_cellsched.demo import seed
 from nova_cellsched import exception
-from nova_cellsched import instance_query
 from nova_cellsched import listing
-from nova_cellsched import seed
-from nova_cellsched import timing
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import timing
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF

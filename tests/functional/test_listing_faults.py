@@ -36,12 +36,12 @@ import pymysql
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
+from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
-from nova_cellsched import instance_query
 from nova_cellsched import listing
-from nova_cellsched import seed
-from nova_cellsched import timing
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import timing
 from tests.functional import db
 
 INSTANCES = instance_query.INSTANCES

@@ -27,8 +27,8 @@ from nova.compute import vm_states
 from nova import context as nova_context
 from nova import objects
 
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
 from tests.functional import db
 
 # Sort keys whose values are never NULL in the seeded cells, so nova's own
@@ -87,7 +87,7 @@ class ListingMatchesNovaTest(db.FunctionalTestCase):
         """Round created_at to the day so that sort keys tie a lot."""
         import sqlalchemy as sa
 
-        from nova_cellsched import instance_query
+        from nova_cellsched.listing import query as instance_query
         table = instance_query.INSTANCES
         for name in self.world.cells:
             engine = sa.create_engine(self.world.url_of(name))

@@ -36,11 +36,11 @@ from oslo_config import cfg
 from oslotest import base
 import testtools.content
 
-from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
-from nova_cellsched import filters
-from nova_cellsched import mapping as mapping_mod
-from nova_cellsched import policy as policy_mod
+from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import host_filter as filters
+from nova_cellsched.scheduler import mapping as mapping_mod
+from nova_cellsched.scheduler import policy as policy_mod
 
 CELLS = 20
 HOSTS = 10000
@@ -125,10 +125,10 @@ class FilterReloadLoadTest(base.BaseTestCase):
             return list(self.cells)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.filters.CONF', self.conf))
+            'nova_cellsched.scheduler.host_filter.CONF', self.conf))
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.cells.load_cell_infos', load_cells))
-        self.assertIs(cells_mod.load_cell_infos, load_cells)
+            'nova_cellsched.scheduler.cell_infos.load_cell_infos', load_cells))
+        self.assertIs(cell_infos.load_cell_infos, load_cells)
         self.hosts = [
             fakes.FakeHostState('host%05d' % i, 'node%05d' % i,
                                 {'cell_uuid': self.cells[i % CELLS].uuid})
@@ -228,7 +228,8 @@ class FilterReloadLoadTest(base.BaseTestCase):
         snapshot = [(tuple(self.conf.cellsched.cells_default),
                      self.conf.cellsched.cells_projects)]
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.filters._read_options', lambda: snapshot[0]))
+            'nova_cellsched.scheduler.host_filter._read_options',
+            lambda: snapshot[0]))
         filt = filters.ProjectCellFilter()
 
         def swap(v):
@@ -263,7 +264,7 @@ class FilterReloadLoadTest(base.BaseTestCase):
         old value and reloads the cells from the API database again, dozens
         of times; the newest options come back only with the next request.
         """
-        from nova_cellsched import policy_cache
+        from nova_cellsched.scheduler import policy_cache
         values = {'now': self.versions[0][:2]}
         cache = None
 
@@ -362,7 +363,7 @@ class FilterReloadLoadTest(base.BaseTestCase):
 
         filt = filters.ProjectCellFilter()
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.filters.CONF', SighupBetweenReads()))
+            'nova_cellsched.scheduler.host_filter.CONF', SighupBetweenReads()))
         spec = objects.RequestSpec(project_id=project)
         got = frozenset(h.cell_uuid
                         for h in filt.filter_all(self.hosts, spec))

@@ -43,9 +43,9 @@ import sqlalchemy as sa
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched import instance_query
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
+from nova_cellsched.listing import query as instance_query
 from tests.functional import mariadb_server as mdb
 from tests.functional.test_listing_vs_nova import nova_uuids
 

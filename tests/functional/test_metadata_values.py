@@ -23,9 +23,9 @@ import datetime
 from nova import context as nova_context
 import sqlalchemy as sa
 
-from nova_cellsched import instance_query
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
+from nova_cellsched.listing import query as instance_query
 from tests.functional import db
 
 METADATA = instance_query.METADATA

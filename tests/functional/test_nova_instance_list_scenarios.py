@@ -28,9 +28,9 @@ from nova import exception as nova_exception
 from nova.tests.functional.compute import test_instance_list
 
 from nova_cellsched import exception
-from nova_cellsched import instance_query
 from nova_cellsched import listing
-from nova_cellsched import views
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import views
 
 #: Every non-secret instance column, so nova's assertions find them.
 ALL_COLUMNS = sorted(instance_query.INSTANCE_COLUMNS - views.SECRET_COLUMNS)

@@ -19,8 +19,8 @@ from osprofiler import notifier
 from osprofiler import opts as profiler_opts
 from osprofiler import profiler
 
+from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched import seed
 from tests.functional import db
 
 

@@ -45,7 +45,7 @@ from nova.tests.functional.api import client as api_client
 from nova.tests.functional import fixtures as func_fixtures
 
 # Registers the [cellsched] options on nova's CONF.
-from nova_cellsched import filters as cellsched_filters
+from nova_cellsched.scheduler import host_filter as cellsched_filters
 
 CONF = nova.conf.CONF
 

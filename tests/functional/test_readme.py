@@ -32,9 +32,9 @@ from oslo_config import cfg
 from oslotest import base
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched import demo
-from nova_cellsched import mapping
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
+from nova_cellsched.demo import world as demo
+from nova_cellsched.scheduler import mapping
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

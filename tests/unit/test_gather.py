@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from oslotest import base
 
 from nova_cellsched import gather
-from nova_cellsched import sorting
+from nova_cellsched.listing import sorting
 
 # Long enough never to be reached when the code works, short enough that
 # a broken implementation fails the test instead of hanging the run.

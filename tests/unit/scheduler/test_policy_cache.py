@@ -18,8 +18,8 @@ import fixtures
 from oslotest import base
 
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.policy import CellInfo
-from nova_cellsched import policy_cache
+from nova_cellsched.scheduler.policy import CellInfo
+from nova_cellsched.scheduler import policy_cache
 
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_E = CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellE')

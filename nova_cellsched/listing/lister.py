@@ -32,7 +32,7 @@ how:
 4. each cell is held to a deadline on its futures, and a cell that fails
    or times out is reported in the result with its original exception.
 
-Each phase is timed (see :mod:`nova_cellsched.timing`).
+Each phase is timed (see :mod:`nova_cellsched.listing.timing`).
 """
 
 import dataclasses
@@ -57,11 +57,11 @@ from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched import gather
-from nova_cellsched import instance_query
-from nova_cellsched import profiling
-from nova_cellsched import sorting
-from nova_cellsched import timing
-from nova_cellsched import views
+from nova_cellsched.listing import profiling
+from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import sorting
+from nova_cellsched.listing import timing
+from nova_cellsched.listing import views
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

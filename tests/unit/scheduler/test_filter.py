@@ -14,7 +14,7 @@
 
 The cell mappings are real rows of nova's in-memory API database
 (``nova.test.TestCase`` sets it up), read by the filter through
-``nova_cellsched.cells.load_cell_infos``; host states are nova's
+``nova_cellsched.scheduler.cell_infos.load_cell_infos``; host states are nova's
 ``FakeHostState`` and requests real ``RequestSpec`` objects.
 """
 
@@ -29,10 +29,10 @@ from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 import testscenarios
 
-from nova_cellsched import cells as cells_mod
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched import filters
-from nova_cellsched import policy_cache
+from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import host_filter as filters
+from nova_cellsched.scheduler import policy_cache
 
 # Keystone style project ids.
 PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
@@ -317,7 +317,7 @@ class ProjectCellFilterTestCase(FilterTestBase):
         filt = filters.ProjectCellFilter()
         clock = FakeClock()
         filt._cache = policy_cache.PolicyCache(
-            filters._read_options, cells_mod.load_cell_infos, clock=clock)
+            filters._read_options, cell_infos.load_cell_infos, clock=clock)
         spec = self._spec(UNMAPPED)
         self.assertEqual([], filt.filter_all(self._hosts(['default1']),
                                              spec))

@@ -36,8 +36,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.engine import url as sa_url
 from sqlalchemy.sql import ColumnElement
 
-from nova_cellsched import codec
-from nova_cellsched import sorting
+from nova_cellsched.listing import codec
+from nova_cellsched.listing import sorting
 
 INSTANCES = models.Instance.__table__
 EXTRA = models.InstanceExtra.__table__

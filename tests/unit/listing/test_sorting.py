@@ -27,8 +27,8 @@ from nova.compute import multi_cell_list
 from oslotest import base
 
 from nova_cellsched.exception import InvalidListRequest
-from nova_cellsched import sorting
-from nova_cellsched.sorting import SortSpec
+from nova_cellsched.listing import sorting
+from nova_cellsched.listing.sorting import SortSpec
 
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
                                max_examples=300)

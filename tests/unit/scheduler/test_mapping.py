@@ -27,7 +27,7 @@ import testscenarios
 
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched import mapping
+from nova_cellsched.scheduler import mapping
 
 # Reproducible in CI: the same examples on every run, no example database.
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,

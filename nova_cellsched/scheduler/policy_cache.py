@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Keep the current :class:`~nova_cellsched.policy.Policy` for a scheduler.
+"""Keep the current :class:`~.policy.Policy` for a scheduler.
 
 Pure Python: options and cell mappings come from two callables, so the
 reload rules are tested without nova.
@@ -40,8 +40,8 @@ from collections.abc import Callable, Sequence
 from oslo_log import log as logging
 
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched import mapping as mapping_mod
-from nova_cellsched import policy as policy_mod
+from nova_cellsched.scheduler import mapping as mapping_mod
+from nova_cellsched.scheduler import policy as policy_mod
 
 LOG = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import os
 
 import sqlalchemy as sa
 
-from nova_cellsched import seed
+from nova_cellsched.demo import seed
 
 DB_PREFIX = 'cellsched_demo'
 

@@ -18,10 +18,10 @@ import hypothesis
 from hypothesis import strategies as st
 from oslotest import base
 
-from nova_cellsched import mapping
-from nova_cellsched import policy
-from nova_cellsched.policy import CellInfo
-from nova_cellsched.policy import ProblemKind
+from nova_cellsched.scheduler import mapping
+from nova_cellsched.scheduler import policy
+from nova_cellsched.scheduler.policy import CellInfo
+from nova_cellsched.scheduler.policy import ProblemKind
 
 CELL0 = CellInfo(policy.CELL0_UUID, 'cell0')
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')

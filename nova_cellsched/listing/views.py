@@ -26,9 +26,9 @@ from typing import Any
 
 from nova.api.openstack import common as api_common
 
-from nova_cellsched import codec
 from nova_cellsched import exception
-from nova_cellsched import instance_query
+from nova_cellsched.listing import codec
+from nova_cellsched.listing import query as instance_query
 
 BASE_FIELDS: tuple[str, ...] = (
     'uuid', 'display_name', 'project_id', 'user_id', 'vm_state',

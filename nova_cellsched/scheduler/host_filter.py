@@ -28,10 +28,10 @@ from nova.scheduler import utils as scheduler_utils
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from nova_cellsched import cells
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched import policy_cache
+from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import policy_cache
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -167,7 +167,7 @@ class ProjectCellFilter(filters.BaseHostFilter):
         CONF.register_mutate_hook(_after_reload)
         # Fails here, so the scheduler does not start, on a malformed value.
         self._cache = policy_cache.PolicyCache(
-            _read_options, cells.load_cell_infos,
+            _read_options, cell_infos.load_cell_infos,
             max_age=lambda: CONF[conf.GROUP_NAME].cell_cache_ttl)
 
     def _allowed_cells(self, spec_obj: Any,

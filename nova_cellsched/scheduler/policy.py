@@ -26,8 +26,8 @@ import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 
-from nova_cellsched.mapping import CellsMapping
-from nova_cellsched.mapping import normalize_project_id
+from nova_cellsched.scheduler.mapping import CellsMapping
+from nova_cellsched.scheduler.mapping import normalize_project_id
 
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 

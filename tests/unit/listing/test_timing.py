@@ -19,8 +19,8 @@ import threading
 
 from oslotest import base
 
-from nova_cellsched import timing
-from nova_cellsched.timing import Span
+from nova_cellsched.listing import timing
+from nova_cellsched.listing.timing import Span
 
 U1 = '11111111-1111-4111-8111-111111111111'
 U2 = '22222222-2222-4222-8222-222222222222'

@@ -1,0 +1,22 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Project-to-cell scheduling: which cells may take a project's servers.
+
+The flow, one module a step: :mod:`.mapping` parses the two options
+(pure); :mod:`.policy` resolves the parsed mapping to real cells (pure);
+:mod:`.policy_cache` keeps the current policy across SIGHUP reloads;
+:mod:`.cell_infos` (nova adapter) reads the cells from nova's API
+database; :mod:`.host_filter` is nova's scheduler host filter,
+:class:`~.host_filter.ProjectCellFilter` (public path:
+``nova_cellsched.filters.ProjectCellFilter``).
+"""
