@@ -20,12 +20,15 @@ library gives the same values and the same bytes.
 """
 
 import datetime
+import importlib
 import json
 from typing import Any
 
+# Imported by name so that type checking gives the same answer whether or
+# not orjson is installed in the checker's environment.
 orjson: Any
 try:
-    import orjson
+    orjson = importlib.import_module('orjson')
 except ImportError:  # pragma: no cover - depends on the environment
     orjson = None
 
