@@ -206,7 +206,70 @@ Related options:
 """),
 ]
 
-ALL_OPTS = scheduling_opts + listing_opts
+api_opts = [
+    cfg.BoolOpt(
+        'api_lister',
+        default=True,
+        mutable=True,
+        help="""
+Serve nova-api's server lists with nova-cellsched's parallel lister.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines: the filter then replaces nova's private
+``nova.compute.instance_list.get_instance_objects_sorted`` (used by
+``GET /servers`` and ``GET /servers/detail``) with an implementation
+that queries the cells in parallel under ``[cellsched]
+list_cell_timeout``, sorts NULL values without failing, and pages
+correctly after a marker. The answers keep nova's contract (the same
+servers, fields, order, errors and down-cell handling).
+
+This option is read on every request and is mutable: set it to False
+and send nova-api a SIGHUP to go back to nova's own lister without
+editing ``api-paste.ini`` or restarting.
+
+Possible values:
+
+* True (default): the filter's lister serves the lists.
+* False: nova's own lister serves them, as without the filter.
+
+Related options:
+
+* ``[cellsched] list_cell_timeout``: how long one cell may take.
+* ``[cellsched] api_stuck_queries_per_cell``
+* ``[api] list_records_by_skipping_down_cells``, ``[api]
+  instance_list_per_project_cells``, ``[api]
+  instance_list_cells_batch_strategy``: nova's options, honoured.
+"""),
+    cfg.IntOpt(
+        'api_stuck_queries_per_cell',
+        default=2,
+        min=1,
+        mutable=True,
+        help="""
+Queries to one cell that nova-api may leave running after their deadline.
+
+A cell database that stops answering (a frozen server, a lost network
+path) leaves the query that was waiting for it running after the
+listing gave up on the cell. Once this many such queries of one cell
+are still running in an API worker, the next listings report the cell
+as down at once, without sending it another query, until one of them
+ends (by the driver's read timeout, or when the cell answers again).
+This bounds the threads and connections a frozen cell can hold in
+each API worker, whatever the request rate.
+
+Possible values:
+
+* A positive integer (default 2).
+
+Related options:
+
+* ``[cellsched] list_cell_timeout``: the deadline, and the read and
+  write timeout given to PyMySQL connections while they list.
+* ``[cellsched] api_lister``
+"""),
+]
+
+ALL_OPTS = scheduling_opts + listing_opts + api_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

@@ -1,0 +1,67 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api integration: server lists served by the parallel lister.
+
+Entry points: :func:`filter_factory` (the paste filter named in nova's
+``api-paste.ini``), :func:`install` / :func:`uninstall` (what the filter
+does, for tests and tools), :func:`served` (how many listings each
+lister answered). The parts: :mod:`.patch` checks nova and swaps the
+functions, :mod:`.instance_list` holds the replacements,
+:mod:`.keyset` pages nova's instance query by sort values, and
+:mod:`.guard` bounds what a hung cell can hold.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from oslo_log import log as logging
+
+from nova_cellsched.api.patch import IncompatibleNova
+from nova_cellsched.api.patch import install
+from nova_cellsched.api.patch import is_installed
+from nova_cellsched.api.patch import uninstall
+
+__all__ = ['IncompatibleNova', 'filter_factory', 'install', 'is_installed',
+           'served', 'uninstall']
+
+LOG = logging.getLogger(__name__)
+
+WsgiApp = Callable[..., Any]
+
+
+def filter_factory(global_conf: Mapping[str, Any],
+                   **local_conf: Any) -> Callable[[WsgiApp], WsgiApp]:
+    """paste.deploy filter factory: install, then pass requests through.
+
+    On a nova this was not built for, logs one error saying why and
+    leaves nova untouched: nova-api starts and serves with its own
+    lister.
+    """
+    try:
+        install()
+    except IncompatibleNova as exc:
+        LOG.error('%s', exc)
+
+    def passthrough(app: WsgiApp) -> WsgiApp:
+        return app
+
+    return passthrough
+
+
+def served() -> dict[str, int]:
+    """``{'cellsched': n, 'nova': m}``: listings each lister answered.
+
+    Counts the listings of this process since it started.
+    """
+    from nova_cellsched.api import instance_list
+    return instance_list.SERVED.snapshot()

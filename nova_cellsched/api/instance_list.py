@@ -1,0 +1,466 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api's instance listing on the gatherer: the replacement functions.
+
+:func:`get_instance_objects_sorted` and :func:`get_instances_sorted`
+have the signatures and the contract of nova 34's functions of the same
+names in ``nova.compute.instance_list`` (see :mod:`.patch`), and answer
+with nova's own pieces: the cells come from ``nova.context`` (so nova's
+cell cache, engines and test fixtures apply), every batch is nova's
+``instance_get_all_by_filters_sort`` (its filters, joins and project
+scope), and the objects are built by nova's ``_make_instance_list``.
+What differs is how the cells are asked:
+
+* every cell's batch runs to completion in a worker, all cells in
+  parallel (:mod:`nova_cellsched.gather`), each under its own budget of
+  ``[cellsched] list_cell_timeout``; a cell that fails or does not
+  answer in time is a down cell, reported to nova's caller as nova's
+  lister reports one;
+* the rows are paged by their sort values (:mod:`.keyset`), NULL lowest,
+  and merged in the same order (:mod:`nova_cellsched.listing.sorting`),
+  so a NULL sort value neither fails the request nor loses rows after a
+  marker;
+* a cell is asked for more rows only while they can still be part of
+  the page (:func:`nova_cellsched.gather.refetch_sizes`).
+"""
+
+import concurrent.futures
+import copy
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import futurist
+from nova.compute import instance_list as nova_instance_list
+import nova.conf
+from nova import context as nova_context
+from nova.db.main import api as db
+from nova.db import utils as db_utils
+from nova import exception as nova_exception
+from nova.i18n import _
+from nova import objects
+from nova.objects import instance as instance_obj
+from nova import utils as nova_utils
+from oslo_log import log as logging
+
+from nova_cellsched.api import guard
+from nova_cellsched.api import keyset
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import gather
+from nova_cellsched.listing import sorting
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+conf_mod.register_opts(CONF)
+
+#: nova's functions, for ``[cellsched] api_lister = False``.
+ORIGINAL_GET_INSTANCE_OBJECTS_SORTED = (
+    nova_instance_list.get_instance_objects_sorted)
+ORIGINAL_GET_INSTANCES_SORTED = nova_instance_list.get_instances_sorted
+
+#: Queries given up on that still run, per cell, in this process.
+STUCK = guard.StuckQueries()
+
+
+class Served:
+    """How many listings each lister answered in this process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = {'cellsched': 0, 'nova': 0}
+
+    def count(self, lister: str) -> None:
+        with self._lock:
+            self._counts[lister] += 1
+
+    def snapshot(self) -> dict[str, int]:
+        """``{'cellsched': n, 'nova': m}``: listings served so far."""
+        with self._lock:
+            return dict(self._counts)
+
+
+SERVED = Served()
+
+_EXECUTOR: concurrent.futures.Executor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> concurrent.futures.Executor:
+    """This process's workers: green threads under eventlet, else threads.
+
+    One pool for every listing of the process, so threads are not
+    started per request; ``[cellsched] list_max_workers`` bounds it.
+    """
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            size = CONF[conf_mod.GROUP_NAME].list_max_workers
+            if nova_utils.concurrency_mode_threading():
+                _EXECUTOR = futurist.ThreadPoolExecutor(max_workers=size)
+            else:
+                _EXECUTOR = futurist.GreenThreadPoolExecutor(
+                    max_workers=size)
+        return _EXECUTOR
+
+
+def shutdown() -> None:
+    """Stop this process's workers (a new pool starts on next use)."""
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        executor, _EXECUTOR = _EXECUTOR, None
+    if executor is not None:
+        executor.shutdown(wait=False)
+
+
+class CellsLister:
+    """What one listing found out about its cells.
+
+    The properties of nova's ``CrossCellLister`` that nova's callers
+    read: lists of cell uuids.
+    """
+
+    def __init__(self) -> None:
+        self._responded: set[str] = set()
+        self._failed: set[str] = set()
+        self._timed_out: set[str] = set()
+        #: Cell uuid -> why it is down (``Type: message``).
+        self.reasons: dict[str, str] = {}
+
+    @property
+    def cells_responded(self) -> list[str]:
+        return sorted(self._responded - self._failed - self._timed_out)
+
+    @property
+    def cells_failed(self) -> list[str]:
+        return sorted(self._failed)
+
+    @property
+    def cells_timed_out(self) -> list[str]:
+        return sorted(self._timed_out)
+
+    @property
+    def marker_identifier(self) -> str:
+        return 'uuid'
+
+    def record(self, cell: str, outcome: gather.Outcome[Any]) -> None:
+        if outcome.ok:
+            self._responded.add(cell)
+            return
+        if outcome.status == gather.TIMED_OUT:
+            self._timed_out.add(cell)
+        else:
+            self._failed.add(cell)
+        self.reasons.setdefault(cell, outcome.describe() or outcome.status)
+
+
+def sort_order(sort_keys: Sequence[str] | None,
+               sort_dirs: Sequence[str] | None) -> sorting.SortSpec:
+    """The order nova's cell queries sort in, for these API arguments.
+
+    nova's ``InstanceSortContext`` (default ``created_at, id`` desc,
+    ``uuid asc`` appended), then the DB API's ``process_sort_params``
+    (directions filled in, ``created_at`` and ``id`` appended): the
+    order every batch is read in and the runs are merged in, up to
+    ``uuid`` (unique, so what follows it never matters). nova's own
+    merge compares only the keys that have a direction; where that
+    differs (fewer directions than keys) it is inconsistent with its
+    own queries, and this order is the queries'.
+    """
+    sort_ctx = nova_instance_list.InstanceSortContext(
+        list(sort_keys or ()), list(sort_dirs or ()))
+    keys, dirs = db_utils.process_sort_params(
+        sort_ctx.sort_keys, sort_ctx.sort_dirs, default_dir='desc')
+    # uuid is unique: the keys after it never decide an order.
+    end = keys.index('uuid') + 1
+    return sorting.SortSpec(tuple(keys[:end]), tuple(dirs[:end]))
+
+
+def _first(item: tuple[Any, ...]) -> Any:
+    return item[0]
+
+
+class _Listing:
+    """State of one cross-cell listing for nova-api."""
+
+    def __init__(self, ctx: Any, filters: Any, columns_to_join: Any,
+                 spec: sorting.SortSpec) -> None:
+        self.ctx = ctx
+        self.filters = filters
+        self.columns_to_join = columns_to_join
+        self.spec = spec
+        self.key = spec.key_function()
+        group = CONF[conf_mod.GROUP_NAME]
+        self.cell_timeout = group.list_cell_timeout
+        self.stuck_cap = group.api_stuck_queries_per_cell
+        self.budgets: dict[str, gather.Budget] = {}
+        self.lister = CellsLister()
+
+    def targeted(self, cell_mappings: Sequence[Any]
+                 ) -> dict[str, Any]:
+        """A context targeted at each cell that can be asked.
+
+        Through ``nova.context.scatter_gather_cells`` (which gives each
+        cell nova's cached database connection, and which nova's tests
+        stub to take cells down), with a function that only returns the
+        context it is given. A cell that fails here, or that already has
+        ``api_stuck_queries_per_cell`` queries stuck, is down.
+        """
+        cctxts: dict[str, Any] = {}
+        asked = []
+        for cm in cell_mappings:
+            self.budgets[cm.uuid] = gather.Budget(self.cell_timeout)
+            if STUCK.count(cm.uuid) >= self.stuck_cap:
+                LOG.warning('Cell %(cell)s has %(n)d queries still running '
+                            'after their deadline; not asking it again '
+                            'until they end',
+                            {'cell': cm.uuid, 'n': STUCK.count(cm.uuid)})
+                self._down(cm.uuid, gather.Outcome(
+                    gather.TIMED_OUT,
+                    error=gather.CellTimeout(self.cell_timeout)))
+            else:
+                asked.append(cm)
+        if not asked:
+            return cctxts
+        results = nova_context.scatter_gather_cells(
+            self.ctx, asked, self.cell_timeout, self._same_context)
+        for uuid, result in results.items():
+            if result is nova_context.did_not_respond_sentinel:
+                self._down(uuid, gather.Outcome(
+                    gather.TIMED_OUT,
+                    error=gather.CellTimeout(self.cell_timeout)))
+            elif isinstance(result, BaseException):
+                self._down(uuid, gather.Outcome(gather.FAILED, error=result))
+            else:
+                cctxts[uuid] = result
+        return cctxts
+
+    # Bound methods: nova's DownCellFixture reads ``fn.__func__``.
+    def _same_context(self, cctxt: Any) -> Any:
+        return cctxt
+
+    def _marker_row(self, cctxt: Any, marker: str) -> Any:
+        # No joins: only the sort keys are read, none of them joined.
+        return db.instance_get_by_uuid(cctxt, marker, columns_to_join=[])
+
+    def _down(self, cell: str, outcome: gather.Outcome[Any]) -> None:
+        self.lister.record(cell, outcome)
+
+    def round(self, calls: dict[str, tuple[Any, Sequence[Any] | None,
+                                           int | None]]
+              ) -> dict[str, gather.Outcome[list[Any]]]:
+        """One batch per cell, in parallel; an outcome per cell.
+
+        :param calls: cell uuid -> (targeted context, sort values to
+            start after or None, rows to fetch or None for all).
+        """
+        queries = {uuid: guard.Query(uuid) for uuid in calls}
+        futures = gather.submit_together(_executor().submit, {
+            uuid: (self._fetch, (queries[uuid],) + call)
+            for uuid, call in calls.items()})
+        deadlines = {uuid: self.budgets[uuid].start(future)
+                     for uuid, future in futures.items()}
+        outcomes = gather.gather(futures, deadlines)
+        for uuid, outcome in outcomes.items():
+            if outcome.status == gather.TIMED_OUT:
+                self.budgets[uuid].exhaust()
+                STUCK.abandon(queries[uuid])
+            self.lister.record(uuid, outcome)
+        return outcomes
+
+    def _fetch(self, query: guard.Query, cctxt: Any,
+               after: Sequence[Any] | None, limit: int | None) -> list[Any]:
+        """Worker: one batch of one cell, with nova's DB API."""
+        if not STUCK.begin(query):
+            raise gather.CellTimeout(self.cell_timeout)
+        try:
+            with guard.io_timeout(self.cell_timeout), keyset.paging(after):
+                return list(db.instance_get_all_by_filters_sort(
+                    cctxt, self.filters, limit=limit, marker=None,
+                    columns_to_join=self.columns_to_join,
+                    sort_keys=list(self.spec.keys),
+                    sort_dirs=list(self.spec.dirs)))
+        finally:
+            STUCK.end(query)
+
+    def marker_values(self, marker: str) -> tuple[Any, ...]:
+        """The marker instance's sort values, as nova finds the marker.
+
+        Its InstanceMapping names its cell (none: ``MarkerNotFound``);
+        the instance is read there, deleted ones included, within the
+        cell's budget.
+        """
+        try:
+            im = objects.InstanceMapping.get_by_instance_uuid(
+                self.ctx, marker)
+        except nova_exception.InstanceMappingNotFound:
+            raise nova_exception.MarkerNotFound(marker=marker)
+        cell = im.cell_mapping
+        if cell is None:
+            # Still being scheduled: nova's lister fails the same way
+            # (its target_cell cannot target no cell).
+            raise nova_exception.MarkerNotFound(marker=marker)
+        elevated = self.ctx.elevated(read_deleted='yes')
+        results = nova_context.scatter_gather_cells(
+            elevated, [cell], self.cell_timeout, self._marker_row, marker)
+        result = results[cell.uuid]
+        if result is nova_context.did_not_respond_sentinel:
+            raise nova_exception.NovaException(
+                _('Cell %s is not responding but configuration '
+                  'indicates that we should fail.') % cell.uuid)
+        if isinstance(result, nova_exception.InstanceNotFound):
+            raise nova_exception.MarkerNotFound(marker=marker)
+        if isinstance(result, BaseException):
+            raise result
+        return self.spec.values_of(result)
+
+    def run(self, cell_mappings: Sequence[Any], marker: str | None,
+            limit: int | None, batch_size: int | None,
+            cell_down_support: bool) -> list[Any]:
+        """The page: nova DB rows in the global order, at most *limit*."""
+        after = self.marker_values(marker) if marker else None
+        if limit == 0:
+            return []
+        cctxts = self.targeted(cell_mappings)
+        batch_size = batch_size or limit or CONF.api.max_limit
+        runs: dict[str, list[tuple[Any, str, Any]]] = {}
+        open_cells: set[str] = set()
+        first = min(batch_size, limit) if limit else batch_size
+        key = self.key
+        for uuid, outcome in self.round({
+                uuid: (cctxt, after, first)
+                for uuid, cctxt in cctxts.items()}).items():
+            if outcome.ok:
+                rows = outcome.result or []
+                runs[uuid] = [(key(r), uuid, r) for r in rows]
+                if len(rows) >= first:
+                    open_cells.add(uuid)
+        while open_cells:
+            wanted = gather.refetch_sizes(runs, open_cells, batch_size,
+                                          limit)
+            if not wanted:
+                break
+            outcomes = self.round({
+                uuid: (cctxts[uuid],
+                       self.spec.values_of(runs[uuid][-1][2]), size)
+                for uuid, size in wanted.items()})
+            for uuid, outcome in outcomes.items():
+                if not outcome.ok:
+                    # As nova's lister: the rows it gave stay, and the
+                    # cell is reported down.
+                    open_cells.discard(uuid)
+                    continue
+                rows = outcome.result or []
+                runs[uuid].extend((key(r), uuid, r) for r in rows)
+                if len(rows) < wanted[uuid]:
+                    open_cells.discard(uuid)
+        self._check_down(cell_down_support)
+        return [row for _key, _cell, row in
+                sorting.merge(runs.values(), _first, limit)]
+
+    def _check_down(self, cell_down_support: bool) -> None:
+        down = self.lister.cells_failed + self.lister.cells_timed_out
+        if not down:
+            return
+        if (not CONF.api.list_records_by_skipping_down_cells and
+                not cell_down_support):
+            raise nova_exception.NovaException(
+                _('Cell %s is not responding but configuration '
+                  'indicates that we should fail.') % down[0])
+        for uuid in down:
+            LOG.warning('Cell %(cell)s is not responding and hence is '
+                        'being omitted from the results: %(why)s',
+                        {'cell': uuid, 'why': self.lister.reasons[uuid]})
+
+
+def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
+                         marker: str | None, columns_to_join: Any,
+                         sort_keys: Sequence[str] | None,
+                         sort_dirs: Sequence[str] | None,
+                         cell_mappings: Sequence[Any] | None = None,
+                         batch_size: int | None = None,
+                         cell_down_support: bool = False
+                         ) -> tuple[Any, Iterable[Any]]:
+    """nova's ``get_instances_sorted``: (lister, DB rows in order).
+
+    As nova's, the listing runs when the caller starts iterating the
+    rows (and errors such as ``MarkerNotFound`` are raised then), and
+    the lister's down cells are known once the rows are consumed. All
+    the cells' batches are fetched at that first step, in parallel.
+    """
+    if not CONF[conf_mod.GROUP_NAME].api_lister:
+        SERVED.count('nova')
+        return ORIGINAL_GET_INSTANCES_SORTED(
+            ctx, filters, limit, marker, columns_to_join, sort_keys,
+            sort_dirs, cell_mappings=cell_mappings, batch_size=batch_size,
+            cell_down_support=cell_down_support)
+    SERVED.count('cellsched')
+    if cell_mappings is None:
+        nova_context.load_cells()
+        cell_mappings = nova_context.CELLS
+    listing = _Listing(ctx, filters, columns_to_join,
+                       sort_order(sort_keys, sort_dirs))
+
+    def rows() -> Iterator[Any]:
+        yield from listing.run(cell_mappings, marker, limit, batch_size,
+                               cell_down_support)
+
+    return listing.lister, rows()
+
+
+def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
+                                marker: str | None, expected_attrs: Any,
+                                sort_keys: Sequence[str] | None,
+                                sort_dirs: Sequence[str] | None,
+                                cell_down_support: bool = False
+                                ) -> tuple[Any, list[str]]:
+    """nova's ``get_instance_objects_sorted``: (InstanceList, down cells).
+
+    The same cells (``[api] instance_list_per_project_cells``), batch
+    size (``[api] instance_list_cells_batch_*``), joins and objects as
+    nova; see :func:`get_instances_sorted` for the rows.
+    """
+    if not CONF[conf_mod.GROUP_NAME].api_lister:
+        # nova's function calls get_instances_sorted (this module's),
+        # which counts the listing.
+        return ORIGINAL_GET_INSTANCE_OBJECTS_SORTED(
+            ctx, filters, limit, marker, expected_attrs, sort_keys,
+            sort_dirs, cell_down_support=cell_down_support)
+    if CONF.api.instance_list_per_project_cells and not ctx.is_admin:
+        cell_mappings = objects.CellMappingList.get_by_project_id(
+            ctx, ctx.project_id)
+    else:
+        nova_context.load_cells()
+        cell_mappings = nova_context.CELLS
+    batch_size = nova_instance_list.get_instance_list_cells_batch_size(
+        limit, cell_mappings)
+    columns_to_join = instance_obj._expected_cols(expected_attrs)
+    # Through nova's module, as nova calls it (it is ours once installed).
+    lister, rows = nova_instance_list.get_instances_sorted(
+        ctx, filters, limit, marker, columns_to_join, sort_keys, sort_dirs,
+        cell_mappings=cell_mappings, batch_size=batch_size,
+        cell_down_support=cell_down_support)
+    if 'fault' in expected_attrs:
+        # The fault was joined above: _make_instance_list must not read
+        # it again.
+        expected_attrs = copy.copy(expected_attrs)
+        expected_attrs.remove('fault')
+    instance_list = instance_obj._make_instance_list(
+        ctx, objects.InstanceList(), rows, expected_attrs)
+    return instance_list, lister.cells_failed + lister.cells_timed_out
+
+
+#: What :mod:`.patch` puts into ``nova.compute.instance_list``.
+REPLACEMENTS: dict[str, Callable[..., Any]] = {
+    'get_instance_objects_sorted': get_instance_objects_sorted,
+    'get_instances_sorted': get_instances_sorted,
+}

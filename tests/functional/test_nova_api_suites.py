@@ -1,0 +1,225 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova's own server-list suites, with the cellsched filter in nova-api.
+
+Every test class below is one of nova 34's (from the wheel's
+``nova/tests``), run unchanged except for :class:`CellschedInNovaApi`:
+nova-api loads an ``api-paste.ini`` with the ``cellsched`` filter in its
+``/v2`` and ``/v2.1`` pipelines, exactly as an operator configures it,
+so the filter's factory installs the replacement lister; and nova's own
+instance lister is made to fail if anything calls it, so a test that
+lists servers can only pass through ours. The listing classes also
+check that every test was served by the replacement.
+
+nova's concurrency mode is chosen per process at import time: run as
+the suite runs, these tests use eventlet (nova's default);
+:class:`NativeThreadsMode` runs this module again in a child process
+with ``OS_NOVA_DISABLE_EVENTLET_PATCHING=1``.
+
+Not run from nova's unit ``compute/test_instance_list.py``: the tests
+that hand ``nova.context.scatter_gather_cells`` a mock returning
+``RecordWrapper`` lists (``test_get_instances_with_down_cells``,
+``..._by_not_skipping_down_cells``, ``..._with_cell_down_support``) or
+mock ``instance_get_all_by_filters_sort`` and count its batched calls
+(``TestInstanceListBig``): they test the internal protocol of nova's
+lister (lazy per-cell generators of wrapped records, nova's batching
+calls), which the replacement does not have. Their behaviour (down
+cells skipped, reported, or failing the request; batching by nova's
+options) is tested through nova's API by the functional classes here
+and by ``test_nova_api.py``.
+"""
+
+# nova.tests first: it applies nova's concurrency mode (eventlet monkey
+# patching unless disabled) before the rest of nova is imported.
+from nova.tests.functional import integrated_helpers  # noqa: F401 isort:skip
+
+import configparser
+import os
+import subprocess
+import sys
+import tempfile
+
+import fixtures
+from nova.tests.fixtures import conf as nova_conf_fixture
+from nova.tests.functional.compute import test_instance_list as func_il
+from nova.tests.functional.regressions import test_bug_1670627
+from nova.tests.functional.regressions import test_bug_1689692
+from nova.tests.functional import test_list_servers_ip_filter
+from nova.tests.functional import test_servers
+from nova.tests.functional.wsgi import test_servers as wsgi_test_servers
+from nova.tests.unit.compute import test_instance_list as unit_il
+import testtools
+
+import nova_cellsched.api as cellsched_api
+
+#: nova's api-paste.ini as installed with nova.
+NOVA_API_PASTE = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
+FILTER = 'cellsched'
+APP = 'osapi_compute_app_v21'
+
+
+def paste_with_filter(source: str = NOVA_API_PASTE) -> str:
+    """nova's api-paste.ini text with ``cellsched`` before the app.
+
+    As the README tells operators: a ``[filter:cellsched]`` section and
+    the filter inserted just before ``osapi_compute_app_v21`` in every
+    pipeline that ends with it.
+    """
+    parser = configparser.RawConfigParser()
+    parser.optionxform = str  # keep the case of keys such as "/v2.1/+"
+    with open(source) as f:
+        parser.read_file(f)
+    changed = 0
+    for section in parser.sections():
+        for key, value in parser.items(section):
+            words = value.split()
+            if key in ('keystone', 'pipeline', 'noauth2') and (
+                    words and words[-1] == APP and FILTER not in words):
+                parser.set(section, key,
+                           ' '.join(words[:-1] + [FILTER, APP]))
+                changed += 1
+    assert changed >= 2, 'no pipeline ends with %s in %s' % (APP, source)
+    parser.add_section('filter:' + FILTER)
+    parser.set('filter:' + FILTER, 'paste.filter_factory',
+               'nova_cellsched.api:filter_factory')
+    path = os.path.join(tempfile.mkdtemp(prefix='cellsched-paste-'),
+                        'api-paste.ini')
+    with open(path, 'w') as f:
+        parser.write(f)
+    return path
+
+
+_PASTE_PATH: str | None = None
+
+
+def _paste_path() -> str:
+    global _PASTE_PATH
+    if _PASTE_PATH is None:
+        _PASTE_PATH = paste_with_filter()
+    return _PASTE_PATH
+
+
+def _nova_lister_must_not_run(*args, **kwargs):
+    raise AssertionError("nova's own instance lister ran with the "
+                         'cellsched filter installed')
+
+
+class CellschedInNovaApi(fixtures.Fixture):
+    """nova-api with the cellsched filter, and nova's lister fenced off.
+
+    Use it before the test's ``setUp`` chain runs: nova's ConfFixture
+    then points ``[wsgi] api_paste_config`` at the filtered file, and
+    every OSAPIFixture loads the pipeline (and so the filter) from it.
+
+    :param must_list: check at cleanup that the test made at least one
+        listing through the replacement.
+    """
+
+    def __init__(self, must_list: bool = False) -> None:
+        super().__init__()
+        self.must_list = must_list
+
+    def _setUp(self) -> None:
+        paste = _paste_path()
+        original_setup = nova_conf_fixture.ConfFixture.setUp
+
+        def conf_setup(conf_fixture):
+            original_setup(conf_fixture)
+            conf_fixture.conf.set_default('api_paste_config', paste,
+                                          group='wsgi')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.conf.ConfFixture.setUp', conf_setup))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.compute.instance_list.InstanceLister.get_records_sorted',
+            _nova_lister_must_not_run))
+        # Tests that call nova.compute.instance_list directly (no API):
+        # install as the filter would.
+        cellsched_api.install()
+        self.addCleanup(cellsched_api.uninstall)
+        before = cellsched_api.served()['cellsched']
+        if self.must_list:
+            self.addCleanup(self._check_served, before)
+
+    def _check_served(self, before: int) -> None:
+        after = cellsched_api.served()['cellsched']
+        if after <= before:
+            raise AssertionError('the test made no listing through the '
+                                 'cellsched lister')
+
+
+def with_filter(base: type, must_list: bool = False) -> type:
+    """*base* (a nova test class) run with :class:`CellschedInNovaApi`."""
+
+    def setUp(self):
+        self.useFixture(CellschedInNovaApi(must_list=must_list))
+        base.setUp(self)
+
+    return type(base.__name__, (base,), {
+        'setUp': setUp, '__module__': __name__,
+        '__doc__': "nova's %s.%s, served by the cellsched filter."
+        % (base.__module__, base.__name__)})
+
+
+# nova's cross-cell lister tests (functional, three cells).
+InstanceListTestCase = with_filter(func_il.InstanceListTestCase,
+                                   must_list=True)
+TestInstanceListObjects = with_filter(func_il.TestInstanceListObjects,
+                                      must_list=True)
+
+# nova-api end to end.
+ServersTest = with_filter(test_servers.ServersTest)
+ServersTestV21 = with_filter(test_servers.ServersTestV21)
+ServersTestV219 = with_filter(test_servers.ServersTestV219)
+ServerTestV269 = with_filter(test_servers.ServerTestV269)
+ServersPreSchedulingTestCase = with_filter(
+    wsgi_test_servers.ServersPreSchedulingTestCase)
+EnforceVolumeBackedForZeroDiskFlavorTestCase = with_filter(
+    wsgi_test_servers.EnforceVolumeBackedForZeroDiskFlavorTestCase)
+ResizeCheckInstanceHostTestCase = with_filter(
+    wsgi_test_servers.ResizeCheckInstanceHostTestCase)
+TestListServersIpFilter = with_filter(
+    test_list_servers_ip_filter.TestListServersIpFilter, must_list=True)
+ServerListLimitMarkerCell0Test = with_filter(
+    test_bug_1689692.ServerListLimitMarkerCell0Test, must_list=True)
+TestDeleteFromCell0CheckQuota = with_filter(
+    test_bug_1670627.TestDeleteFromCell0CheckQuota)
+
+
+class UnitTestInstanceList(with_filter(unit_il.TestInstanceList)):
+    """nova's unit tests of the module's behaviour (see the docstring)."""
+
+    def _not_applicable(self):
+        self.skipTest("tests nova's internal lister protocol; see "
+                      'tests.functional.test_nova_api_suites')
+
+    test_get_instances_with_down_cells = _not_applicable
+    test_get_instances_by_not_skipping_down_cells = _not_applicable
+    test_get_instances_with_cell_down_support = _not_applicable
+
+
+class NativeThreadsMode(testtools.TestCase):
+    """The suites above, with nova-api in native threading mode."""
+
+    def test_suites_pass_with_native_threads(self):
+        """Run this module in a child with eventlet patching disabled."""
+        if os.environ.get('OS_NOVA_DISABLE_EVENTLET_PATCHING'):
+            self.skipTest('already in native threading mode')
+        env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='1')
+        proc = subprocess.run(
+            [sys.executable, '-m', 'testtools.run', __name__],
+            env=env, capture_output=True, text=True, timeout=1800,
+            check=False)
+        output = proc.stdout + proc.stderr
+        self.assertEqual(0, proc.returncode, output[-20000:])
+        self.assertIn('OK', output[-2000:])
