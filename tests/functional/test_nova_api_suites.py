@@ -13,9 +13,10 @@
 """nova's own server-list suites, with the cellsched filter in nova-api.
 
 Every test class below is one of nova 34's (from the wheel's
-``nova/tests``), run unchanged except for :class:`CellschedInNovaApi`:
-nova-api loads an ``api-paste.ini`` with the ``cellsched`` filter in its
-``/v2`` and ``/v2.1`` pipelines, exactly as an operator configures it,
+``nova/tests``), run unchanged except for the fixture
+``tests.functional.nova_api.CellschedInNovaApi``: nova-api loads an
+``api-paste.ini`` with the ``cellsched`` filter in its ``/v2`` and
+``/v2.1`` pipelines, exactly as an operator configures it,
 so the filter's factory installs the replacement lister; and nova's own
 instance lister is made to fail if anything calls it, so a test that
 lists servers can only pass through ours. The listing classes also
@@ -43,14 +44,10 @@ and by ``test_nova_api.py``.
 # patching unless disabled) before the rest of nova is imported.
 from nova.tests.functional import integrated_helpers  # noqa: F401 isort:skip
 
-import configparser
 import os
 import subprocess
 import sys
-import tempfile
 
-import fixtures
-from nova.tests.fixtures import conf as nova_conf_fixture
 from nova.tests.functional.compute import test_instance_list as func_il
 from nova.tests.functional.regressions import test_bug_1670627
 from nova.tests.functional.regressions import test_bug_1689692
@@ -60,109 +57,14 @@ from nova.tests.functional.wsgi import test_servers as wsgi_test_servers
 from nova.tests.unit.compute import test_instance_list as unit_il
 import testtools
 
-import nova_cellsched.api as cellsched_api
-
-#: nova's api-paste.ini as installed with nova.
-NOVA_API_PASTE = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
-FILTER = 'cellsched'
-APP = 'osapi_compute_app_v21'
-
-
-def paste_with_filter(source: str = NOVA_API_PASTE) -> str:
-    """nova's api-paste.ini text with ``cellsched`` before the app.
-
-    As the README tells operators: a ``[filter:cellsched]`` section and
-    the filter inserted just before ``osapi_compute_app_v21`` in every
-    pipeline that ends with it.
-    """
-    parser = configparser.RawConfigParser()
-    parser.optionxform = str  # keep the case of keys such as "/v2.1/+"
-    with open(source) as f:
-        parser.read_file(f)
-    changed = 0
-    for section in parser.sections():
-        for key, value in parser.items(section):
-            words = value.split()
-            if key in ('keystone', 'pipeline', 'noauth2') and (
-                    words and words[-1] == APP and FILTER not in words):
-                parser.set(section, key,
-                           ' '.join(words[:-1] + [FILTER, APP]))
-                changed += 1
-    assert changed >= 2, 'no pipeline ends with %s in %s' % (APP, source)
-    parser.add_section('filter:' + FILTER)
-    parser.set('filter:' + FILTER, 'paste.filter_factory',
-               'nova_cellsched.api:filter_factory')
-    path = os.path.join(tempfile.mkdtemp(prefix='cellsched-paste-'),
-                        'api-paste.ini')
-    with open(path, 'w') as f:
-        parser.write(f)
-    return path
-
-
-_PASTE_PATH: str | None = None
-
-
-def _paste_path() -> str:
-    global _PASTE_PATH
-    if _PASTE_PATH is None:
-        _PASTE_PATH = paste_with_filter()
-    return _PASTE_PATH
-
-
-def _nova_lister_must_not_run(*args, **kwargs):
-    raise AssertionError("nova's own instance lister ran with the "
-                         'cellsched filter installed')
-
-
-class CellschedInNovaApi(fixtures.Fixture):
-    """nova-api with the cellsched filter, and nova's lister fenced off.
-
-    Use it before the test's ``setUp`` chain runs: nova's ConfFixture
-    then points ``[wsgi] api_paste_config`` at the filtered file, and
-    every OSAPIFixture loads the pipeline (and so the filter) from it.
-
-    :param must_list: check at cleanup that the test made at least one
-        listing through the replacement.
-    """
-
-    def __init__(self, must_list: bool = False) -> None:
-        super().__init__()
-        self.must_list = must_list
-
-    def _setUp(self) -> None:
-        paste = _paste_path()
-        original_setup = nova_conf_fixture.ConfFixture.setUp
-
-        def conf_setup(conf_fixture):
-            original_setup(conf_fixture)
-            conf_fixture.conf.set_default('api_paste_config', paste,
-                                          group='wsgi')
-
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.conf.ConfFixture.setUp', conf_setup))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.compute.instance_list.InstanceLister.get_records_sorted',
-            _nova_lister_must_not_run))
-        # Tests that call nova.compute.instance_list directly (no API):
-        # install as the filter would.
-        cellsched_api.install()
-        self.addCleanup(cellsched_api.uninstall)
-        before = cellsched_api.served()['cellsched']
-        if self.must_list:
-            self.addCleanup(self._check_served, before)
-
-    def _check_served(self, before: int) -> None:
-        after = cellsched_api.served()['cellsched']
-        if after <= before:
-            raise AssertionError('the test made no listing through the '
-                                 'cellsched lister')
+from tests.functional import nova_api
 
 
 def with_filter(base: type, must_list: bool = False) -> type:
-    """*base* (a nova test class) run with :class:`CellschedInNovaApi`."""
+    """*base* (a nova test class) run with ``nova_api.CellschedInNovaApi``."""
 
     def setUp(self):
-        self.useFixture(CellschedInNovaApi(must_list=must_list))
+        self.useFixture(nova_api.CellschedInNovaApi(must_list=must_list))
         base.setUp(self)
 
     return type(base.__name__, (base,), {

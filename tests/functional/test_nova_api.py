@@ -1,0 +1,370 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api with and without the cellsched filter: the same answers.
+
+One nova deployment from nova's functional fixtures (API, conductor,
+scheduler, three cells with a fake compute each, nova's placement),
+nova-api loading an ``api-paste.ini`` with the ``cellsched`` filter.
+Every request is made twice, ``[cellsched] api_lister`` off (nova's own
+lister) and on, and the two bodies are compared byte for byte: GET
+/servers and /servers/detail at the microversions where the list
+changed, with paging walked to the end, sort keys and directions, and
+filters.
+
+Where nova fails or is wrong, the test says so and asserts the correct
+answer instead: nova's merge compares sort values with ``<``, so a NULL
+in a sort key of rows from two cells fails with a TypeError (HTTP 500),
+and its per-cell "local marker" lookup (``instance_get_by_sort_filters``)
+ignores NULL, so pages after a marker lose or repeat rows.
+"""
+
+from nova.tests.functional import integrated_helpers  # noqa: F401 isort:skip
+
+import datetime
+import urllib.parse
+
+from nova import context as nova_context
+from nova import objects
+from nova import test
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.functional.api import client as api_client
+from nova.tests.functional import fixtures as func_fixtures
+from oslo_serialization import jsonutils
+
+import nova_cellsched.api as cellsched_api
+from tests.functional import nova_api
+
+OTHER_PROJECT = 'a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5'
+#: Servers booted per cell (cell1..cell3); one more fails into cell0.
+PER_CELL = {'cell1': 4, 'cell2': 3, 'cell3': 2}
+MICROVERSIONS = ('2.1', '2.16', '2.26', '2.47', '2.69', '2.73', '2.96',
+                 '2.100', 'latest')
+#: Sorts whose keys have no NULL here (nova answers them right).
+SORTS = (
+    (),
+    (('display_name', 'asc'),),
+    (('display_name', 'desc'),),
+    (('created_at', 'asc'),),
+    (('uuid', 'desc'),),
+    (('vm_state', 'desc'), ('created_at', 'asc')),
+    (('display_name', 'asc'), ('uuid', 'asc')),
+)
+#: Sorts on keys that are NULL in rows of several cells.
+NULL_SORTS = (
+    (('launched_at', 'desc'),),
+    (('launched_at', 'asc'),),
+    (('key_name', 'asc'),),
+    (('task_state', 'desc'), ('display_name', 'asc')),
+    (('host', 'asc'), ('display_name', 'desc')),
+)
+#: Detail fields holding the value of a sort key.
+FIELD = {'launched_at': 'OS-SRV-USG:launched_at', 'key_name': 'key_name',
+         'task_state': 'OS-EXT-STS:task_state', 'display_name': 'name',
+         'host': 'OS-EXT-SRV-ATTR:host'}
+
+
+def _query(params):
+    return urllib.parse.urlencode(params, doseq=True)
+
+
+class NovaApiListingTest(test.TestCase,
+                         integrated_helpers.InstanceHelperMixin):
+    """GET /servers with the filter off and on, in three cells."""
+
+    NUMBER_OF_CELLS = 3
+
+    def setUp(self):
+        self.useFixture(nova_api.CellschedInNovaApi(fence=False))
+        super().setUp()
+        self.flags(compute_driver='fake.MediumFakeDriver')
+        # As nova-api runs by default ('error' in nova's tests makes
+        # nova's own 2.69 down-cell detail answer fail its schema).
+        self.flags(response_validation='warn', group='api')
+        self.useFixture(nova_fixtures.RealPolicyFixture())
+        self.neutron = self.useFixture(nova_fixtures.NeutronFixture(self))
+        self.useFixture(nova_fixtures.GlanceFixture(self))
+        self.useFixture(nova_fixtures.CinderFixture(self))
+        self.useFixture(func_fixtures.PlacementFixture())
+        self.useFixture(nova_fixtures.AllServicesCurrent())
+        self.api_fixture = self.useFixture(
+            nova_fixtures.OSAPIFixture(api_version='v2.1'))
+        self.admin_api = self.api_fixture.admin_api
+        self.admin_api.microversion = 'latest'
+        self.api = self.admin_api
+        self.start_service('conductor')
+        self.start_service('scheduler')
+        for n in range(1, 4):
+            self._start_compute('host%d' % n, cell_name='cell%d' % n)
+        self.other_api = api_client.TestOpenStackClient(
+            'other', self.api_fixture.base_url, project_id=OTHER_PROJECT,
+            roles=['reader', 'member'])
+        self.servers = self._boot_servers()
+
+    def _boot_servers(self):
+        """Servers in every cell (and cell0), two projects, tags, NULLs."""
+        servers = []
+        network = [{'uuid': self.neutron.network_1['id']}]
+        for n, (cell, count) in enumerate(sorted(PER_CELL.items()), 1):
+            for i in range(count):
+                api = self.other_api if i == 1 else self.admin_api
+                api.microversion = 'latest'
+                server = self._build_server(
+                    name='srv-%s-%d' % ('abcab'[i], n), networks=network,
+                    az='nova:host%d' % n if api is self.admin_api else None)
+                created = api.post_server({'server': server})
+                servers.append(self._wait_for_state_change(created,
+                                                           'ACTIVE'))
+        # One server that cannot be scheduled lands in cell0 (ERROR,
+        # no host, never launched).
+        flavor = self.admin_api.post_flavor({'flavor': {
+            'name': 'huge', 'ram': 32768, 'vcpus': 1, 'disk': 1}})
+        big = self._build_server(name='srv-huge', flavor_id=flavor['id'],
+                                 networks=network)
+        servers.append(self._wait_for_state_change(
+            self.admin_api.post_server({'server': big}), 'ERROR'))
+        for server in servers[:-1:3]:
+            self.admin_api.put_server_tags(server['id'], ['red'])
+        self._null_launched_at([s['id'] for s in servers[1:6:2]])
+        return servers
+
+    def _null_launched_at(self, uuids):
+        """NULL ``launched_at`` (as for a server that never launched)."""
+        ctxt = nova_context.get_admin_context()
+        for uuid in uuids:
+            mapping = objects.InstanceMapping.get_by_instance_uuid(ctxt, uuid)
+            with nova_context.target_cell(ctxt, mapping.cell_mapping) as cc:
+                inst = objects.Instance.get_by_uuid(cc, uuid)
+                inst.launched_at = None
+                inst.save()
+
+    # Making requests
+
+    def _get(self, api, url, lister_on, version):
+        self.flags(api_lister=lister_on, group='cellsched')
+        api.microversion = version
+        before = cellsched_api.served()
+        response = api.api_request(url)
+        after = cellsched_api.served()
+        # The listing went through the lister the option names (or
+        # failed before listing).
+        served = 'cellsched' if lister_on else 'nova'
+        other = 'nova' if lister_on else 'cellsched'
+        self.assertEqual(before[other], after[other], url)
+        if response.status_code == 200 and '/servers' in url:
+            self.assertGreater(after[served], before[served], url)
+        return response
+
+    def _both(self, url, version, api=None):
+        """(nova's response, ours) for *url*."""
+        api = api or self.admin_api
+        return (self._get(api, url, False, version),
+                self._get(api, url, True, version))
+
+    def assertSameAnswer(self, url, version, api=None):
+        nova, ours = self._both(url, version, api)
+        self.assertEqual(nova.status_code, ours.status_code,
+                         '%s at %s: nova %s, ours %s'
+                         % (url, version, nova.text[:300], ours.text[:300]))
+        self.assertEqual(nova.content, ours.content,
+                         '%s at %s' % (url, version))
+        return ours
+
+    def _walk(self, path, params, version, lister_on, limit=2,
+              api=None):
+        """Every page of *path* by limit/marker: the servers in order."""
+        api = api or self.admin_api
+        found, marker = [], None
+        for _ in range(50):
+            page = dict(params, limit=limit)
+            if marker:
+                page['marker'] = marker
+            response = self._get(api, '%s?%s' % (path, _query(page)),
+                                 lister_on, version)
+            self.assertEqual(200, response.status_code, response.text)
+            servers = jsonutils.loads(response.content)['servers']
+            found.extend(servers)
+            if len(servers) < limit:
+                return found
+            marker = servers[-1]['id']
+        self.fail('more than 50 pages')
+
+    # The tests
+
+    def test_every_microversion_lists_the_same(self):
+        """Index and detail, unpaged, at every microversion that matters."""
+        for version in MICROVERSIONS:
+            for path in ('/servers', '/servers/detail'):
+                for params in ({}, {'all_tenants': 1}):
+                    body = self.assertSameAnswer(
+                        '%s?%s' % (path, _query(params)), version)
+                    if params:
+                        self.assertEqual(
+                            len(self.servers),
+                            len(jsonutils.loads(body.content)['servers']))
+
+    def test_sorted_and_paged_the_same(self):
+        """Sorts without NULLs, unpaged and walked two at a time."""
+        for version in ('2.1', 'latest'):
+            for sort in SORTS:
+                params = {'all_tenants': 1,
+                          'sort_key': [k for k, _d in sort],
+                          'sort_dir': [d for _k, d in sort]}
+                self.assertSameAnswer(
+                    '/servers/detail?%s' % _query(params), version)
+                self.assertEqual(
+                    self._walk('/servers/detail', params, version, False),
+                    self._walk('/servers/detail', params, version, True))
+
+    def test_filters_the_same(self):
+        """Filters of nova's API (admin and project member)."""
+        first = self.servers[0]
+        changes = (datetime.datetime.now(datetime.timezone.utc) -
+                   datetime.timedelta(hours=1)).isoformat()
+        filters = [
+            {'all_tenants': 1, 'project_id': OTHER_PROJECT},
+            {'all_tenants': 1, 'status': 'ERROR'},
+            {'all_tenants': 1, 'status': 'ACTIVE'},
+            {'all_tenants': 1, 'name': 'srv-a'},
+            {'all_tenants': 1, 'name': '^srv-.-2$'},
+            {'all_tenants': 1, 'host': 'host2'},
+            {'all_tenants': 1, 'changes-since': changes},
+            {'all_tenants': 1, 'ip': '192.168.1.'},
+            {'all_tenants': 1, 'uuid': first['id']},
+            {'all_tenants': 1, 'deleted': 'false'},
+        ]
+        for params in filters:
+            for version in ('2.1', 'latest'):
+                self.assertSameAnswer(
+                    '/servers/detail?%s' % _query(params), version)
+        for params in ({'all_tenants': 1, 'tags': 'red'},
+                       {'all_tenants': 1, 'not-tags': 'red'},
+                       {'all_tenants': 1, 'tags-any': 'red,blue'}):
+            self.assertSameAnswer('/servers?%s' % _query(params), '2.26')
+        # A member sees its own project, in both.
+        for version in ('2.1', 'latest'):
+            body = self.assertSameAnswer('/servers/detail', version,
+                                         api=self.other_api)
+            self.assertEqual(
+                {OTHER_PROJECT},
+                {s['tenant_id']
+                 for s in jsonutils.loads(body.content)['servers']})
+
+    def test_bad_input_gets_nova_errors(self):
+        """A bad marker, sort key, limit or filter: nova's own error."""
+        urls = [
+            '/servers?marker=%s' % 'not-a-server',
+            '/servers?marker=00000000-0000-0000-0000-000000000000',
+            '/servers?sort_key=nosuchkey',
+            '/servers?sort_key=display_name&sort_dir=sideways',
+            '/servers?limit=-1',
+            '/servers?limit=abc',
+            '/servers/detail?changes-since=yesterday',
+            '/servers/detail?all_tenants=1&limit=0',
+        ]
+        for url in urls:
+            for version in ('2.1', 'latest'):
+                self.assertSameAnswer(url, version)
+
+    def test_down_cell_the_same(self):
+        """A cell down: skipped at 2.1, minimal constructs at 2.69."""
+        cell2 = [cm for cm in objects.CellMappingList.get_all(
+            nova_context.get_admin_context()) if cm.name == 'cell2']
+        with nova_fixtures.DownCellFixture(cell2):
+            for version in ('2.1', '2.69', 'latest'):
+                for path in ('/servers', '/servers/detail'):
+                    body = self.assertSameAnswer(
+                        path + '?all_tenants=1', version)
+                    listed = jsonutils.loads(body.content)['servers']
+                    self.assertEqual(len(self.servers) - (
+                        PER_CELL['cell2'] if version == '2.1' else 0),
+                        len(listed))
+            # Paging or sorting at 2.69: the down cell is skipped.
+            self.assertSameAnswer(
+                '/servers/detail?all_tenants=1&limit=3', '2.69')
+            self.flags(list_records_by_skipping_down_cells=False,
+                       group='api')
+            nova, ours = self._both('/servers?all_tenants=1', '2.1')
+            self.assertEqual(500, nova.status_code)
+            self.assertEqual(nova.content, ours.content)
+
+    def test_api_lister_off_is_nova(self):
+        """``api_lister = False``: nova's lister serves; on again: ours."""
+        self.flags(api_lister=False, group='cellsched')
+        before = cellsched_api.served()
+        self.admin_api.api_get('/servers/detail?all_tenants=1')
+        after = cellsched_api.served()
+        self.assertEqual(before['cellsched'], after['cellsched'])
+        self.assertEqual(before['nova'] + 1, after['nova'])
+        self.flags(api_lister=True, group='cellsched')
+        self.admin_api.api_get('/servers/detail?all_tenants=1')
+        self.assertEqual(after['cellsched'] + 1,
+                         cellsched_api.served()['cellsched'])
+
+    # Where nova is wrong
+
+    def _expected_order(self, sort):
+        """Every server, in the order *sort* defines (NULL lowest)."""
+        detail = jsonutils.loads(self._get(
+            self.admin_api, '/servers/detail?all_tenants=1', True,
+            'latest').content)['servers']
+
+        def key(server):
+            parts = []
+            for name, direction in sort:
+                value = server[FIELD[name]]
+                rank = 0 if value is None else 1
+                if direction == 'desc':
+                    parts.append(_Reversed((rank, value or '')))
+                else:
+                    parts.append((rank, value or ''))
+            return parts + [server['id']]
+
+        return [s['id'] for s in sorted(detail, key=key)]
+
+    def test_null_sort_values_nova_fails_ours_answers(self):
+        """NULL sort values in several cells: nova 500, ours the order.
+
+        nova's RecordSortContext.compare_records compares values with
+        ``<``: None against a datetime (or None) raises TypeError.
+        """
+        for sort in NULL_SORTS:
+            params = {'all_tenants': 1,
+                      'sort_key': [k for k, _d in sort],
+                      'sort_dir': [d for _k, d in sort]}
+            url = '/servers/detail?%s' % _query(params)
+            nova, ours = self._both(url, 'latest')
+            self.assertEqual(500, nova.status_code, (sort, nova.text))
+            self.assertEqual(200, ours.status_code, (sort, ours.text))
+            self.assertEqual(
+                self._expected_order(sort),
+                [s['id'] for s in jsonutils.loads(ours.content)['servers']],
+                sort)
+            # Paging after a marker gives the same order, nothing lost
+            # or repeated.
+            walked = self._walk('/servers/detail', params, 'latest', True,
+                                limit=3)
+            self.assertEqual(self._expected_order(sort),
+                             [s['id'] for s in walked], sort)
+
+
+class _Reversed:
+    """Sorts its value in reverse (for descending keys of mixed types)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __lt__(self, other):
+        return other.value < self.value
+
+    def __eq__(self, other):
+        return self.value == other.value
