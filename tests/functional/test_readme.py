@@ -85,9 +85,40 @@ class ReadmeTest(base.BaseTestCase):
             ci_lines = [line.strip() for line in handle]
         self.assertIn('tools/venv stestr run || status=$?', ci_lines)
 
+    def test_api_paste_block_is_nova_pipeline_plus_the_filter(self):
+        """The api-paste.ini block: nova's pipelines with cellsched added.
+
+        Each pipeline shown is nova's own (from the api-paste.ini nova
+        installs) with ``cellsched`` just before the app, and the filter
+        section names the factory that exists.
+        """
+        import configparser
+        import importlib
+
+        (block,) = [b for b in code_blocks(self.text, 'ini')
+                    if '[filter:cellsched]' in b]
+        shown = configparser.RawConfigParser()
+        shown.read_string(block)
+        nova_ini = configparser.RawConfigParser()
+        nova_ini.read(os.path.join(sys.prefix, 'etc', 'nova',
+                                   'api-paste.ini'))
+        factory = shown['filter:cellsched']['paste.filter_factory']
+        module, _, name = factory.partition(':')
+        self.assertTrue(callable(getattr(importlib.import_module(module),
+                                         name)), factory)
+        composites = [s for s in shown.sections()
+                      if s.startswith('composite:')]
+        self.assertEqual(2, len(composites))
+        for section in composites:
+            words = nova_ini[section]['keystone'].split()
+            self.assertEqual(words[:-1] + ['cellsched', words[-1]],
+                             shown[section]['keystone'].split(), section)
+            self.assertEqual(nova_ini[section]['use'], shown[section]['use'])
+
     def test_nova_conf_block_loads_and_enables_the_filter(self):
         """The ini block parses, and nova's loader finds the filter."""
-        (block,) = code_blocks(self.text, 'ini')
+        (block,) = [b for b in code_blocks(self.text, 'ini')
+                    if '[filter_scheduler]' in b]
         path = self.useFixture(fixtures.TempDir()).join('nova.conf')
         with open(path, 'w') as handle:
             handle.write(block)
