@@ -36,7 +36,9 @@ Options of the nova-cellsched plugin.
 ``ProjectCellFilter`` (enabled in ``[filter_scheduler] enabled_filters``)
 sends the new servers of each project to the cells named for it here, and
 keeps new servers out of cells named nowhere. The ``list_*`` options tune
-``nova-cellsched list``, the parallel cross-cell instance lister.
+``nova-cellsched list``, the parallel cross-cell instance lister, and
+the ``api_*`` options its use by nova-api (the ``cellsched`` paste
+filter).
 """)
 
 scheduling_opts = [

@@ -399,10 +399,11 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
     """
     if not CONF[conf_mod.GROUP_NAME].api_lister:
         SERVED.count('nova')
-        return ORIGINAL_GET_INSTANCES_SORTED(
+        delegated: tuple[Any, Iterable[Any]] = ORIGINAL_GET_INSTANCES_SORTED(
             ctx, filters, limit, marker, columns_to_join, sort_keys,
             sort_dirs, cell_mappings=cell_mappings, batch_size=batch_size,
             cell_down_support=cell_down_support)
+        return delegated
     SERVED.count('cellsched')
     if cell_mappings is None:
         nova_context.load_cells()
@@ -432,9 +433,11 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     if not CONF[conf_mod.GROUP_NAME].api_lister:
         # nova's function calls get_instances_sorted (this module's),
         # which counts the listing.
-        return ORIGINAL_GET_INSTANCE_OBJECTS_SORTED(
-            ctx, filters, limit, marker, expected_attrs, sort_keys,
-            sort_dirs, cell_down_support=cell_down_support)
+        answer: tuple[Any, list[str]] = (
+            ORIGINAL_GET_INSTANCE_OBJECTS_SORTED(
+                ctx, filters, limit, marker, expected_attrs, sort_keys,
+                sort_dirs, cell_down_support=cell_down_support))
+        return answer
     if CONF.api.instance_list_per_project_cells and not ctx.is_admin:
         cell_mappings = objects.CellMappingList.get_by_project_id(
             ctx, ctx.project_id)
