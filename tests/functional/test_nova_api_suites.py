@@ -23,9 +23,10 @@ lists servers can only pass through ours. The listing classes also
 check that every test was served by the replacement.
 
 nova's concurrency mode is chosen per process at import time: run as
-the suite runs, these tests use eventlet (nova's default);
-:class:`NativeThreadsMode` runs this module again in a child process
-with ``OS_NOVA_DISABLE_EVENTLET_PATCHING=1``.
+the suite runs (``tests/__init__.py``), these tests use native threads;
+:class:`EventletMode` runs this module again in a child process with
+eventlet monkey patching (``OS_NOVA_DISABLE_EVENTLET_PATCHING=0``), nova-api's
+other mode.
 
 Not run from nova's unit ``compute/test_instance_list.py``: the tests
 that hand ``nova.context.scatter_gather_cells`` a mock returning
@@ -44,9 +45,11 @@ and by ``test_nova_api.py``.
 # patching unless disabled) before the rest of nova is imported.
 from nova.tests.functional import integrated_helpers  # noqa: F401 isort:skip
 
+import io
 import os
 import subprocess
 import sys
+import typing
 
 from nova.tests.functional.compute import test_instance_list as func_il
 from nova.tests.functional.regressions import test_bug_1670627
@@ -55,6 +58,7 @@ from nova.tests.functional import test_list_servers_ip_filter
 from nova.tests.functional import test_servers
 from nova.tests.functional.wsgi import test_servers as wsgi_test_servers
 from nova.tests.unit.compute import test_instance_list as unit_il
+import subunit
 import testtools
 
 from tests.functional import nova_api
@@ -110,18 +114,51 @@ class UnitTestInstanceList(with_filter(unit_il.TestInstanceList)):
     test_get_instances_with_cell_down_support = _not_applicable
 
 
-class NativeThreadsMode(testtools.TestCase):
-    """The suites above, with nova-api in native threading mode."""
+class ConcurrencyMode(testtools.TestCase):
+    """The module runs in the mode its environment asks for."""
 
-    def test_suites_pass_with_native_threads(self):
-        """Run this module in a child with eventlet patching disabled."""
-        if os.environ.get('OS_NOVA_DISABLE_EVENTLET_PATCHING'):
-            self.skipTest('already in native threading mode')
-        env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='1')
+    def test_mode_is_the_one_asked_for(self):
+        from nova import utils as nova_utils
+        threads = os.environ.get(
+            'OS_NOVA_DISABLE_EVENTLET_PATCHING', '').lower() in (
+                '1', 'true', 'yes')
+        self.assertEqual(threads, nova_utils.concurrency_mode_threading())
+
+
+class EventletMode(testtools.TestCase):
+    """The suites above, with nova-api in eventlet mode."""
+
+    def test_suites_pass_with_eventlet(self):
+        """Run this module in a child with eventlet monkey patching."""
+        from nova import utils as nova_utils
+        if not nova_utils.concurrency_mode_threading():
+            self.skipTest('this is the eventlet run')
+        env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='0')
         proc = subprocess.run(
-            [sys.executable, '-m', 'testtools.run', __name__],
-            env=env, capture_output=True, text=True, timeout=1800,
-            check=False)
-        output = proc.stdout + proc.stderr
-        self.assertEqual(0, proc.returncode, output[-20000:])
-        self.assertIn('OK', output[-2000:])
+            [sys.executable, '-m', 'subunit.run', __name__],
+            env=env, capture_output=True, timeout=1800, check=False)
+        summary = subunit_summary(proc.stdout)
+        self.assertEqual([], summary.failed, proc.stderr[-5000:])
+        self.assertEqual(0, proc.returncode, proc.stderr[-5000:])
+        # Every nova test ran (only the three named skips), including
+        # ConcurrencyMode's check that the child was in eventlet mode.
+        self.assertGreater(summary.run, 100)
+        self.assertEqual(4, summary.skipped, summary)
+
+
+class Summary(typing.NamedTuple):
+    run: int
+    skipped: int
+    failed: list
+
+
+def subunit_summary(stream: bytes) -> Summary:
+    """Tests run, skipped and failed in a subunit v2 byte stream."""
+    result = testtools.StreamSummary()
+    result.startTestRun()
+    subunit.ByteStreamToStreamResult(
+        io.BytesIO(stream), non_subunit_name='stdout').run(result)
+    result.stopTestRun()
+    return Summary(result.testsRun, len(result.skipped),
+                   [test.id() for test, _ in result.errors +
+                    result.failures])
