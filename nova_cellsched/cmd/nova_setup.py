@@ -22,8 +22,8 @@ import nova.conf
 from nova.db.api import api as api_db_api
 from nova import version as nova_version
 from oslo_config import cfg
-from oslo_log import log as oslo_log
 from oslo_db import exception as db_exc
+from oslo_log import log as oslo_log
 from oslo_utils import importutils
 from sqlalchemy import exc as sa_exc
 

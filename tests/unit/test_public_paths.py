@@ -19,10 +19,10 @@ must name the very objects the subpackages define.
 
 import ast
 import importlib
+from importlib import metadata
 import pathlib
 import subprocess
 import sys
-from importlib import metadata
 
 import testtools
 

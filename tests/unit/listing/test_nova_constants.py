@@ -23,8 +23,8 @@ import os
 import subprocess
 import sys
 
-from nova.api.openstack.compute.schemas import servers as servers_schema
 from nova.api.openstack import common as api_common
+from nova.api.openstack.compute.schemas import servers as servers_schema
 from oslotest import base
 
 from nova_cellsched.listing import sorting
