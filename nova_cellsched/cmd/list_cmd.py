@@ -103,7 +103,8 @@ def parse_filter(text: str) -> tuple[str, str]:
             'filter', text, 'key=value with key one of %s'
             % ', '.join(sorted(listing.FILTERS)))
     if not value.strip():
-        # nova's API rejects an empty value too (it matches nothing).
+        # An empty value is a slip, not a query: in nova it matches no
+        # instance (or every one, for the display_name substring).
         raise exception.InvalidListRequest(
             'filter', text, 'a value after "=", e.g. %s=VALUE'
             % key.strip())
