@@ -21,7 +21,7 @@ could import eventlet.
 Output is captured per test (oslotest's ``OS_STDOUT_CAPTURE``,
 ``OS_STDERR_CAPTURE`` and ``OS_LOG_CAPTURE``, on unless set to 0): a
 passing test prints nothing, a failing one shows its output and log.
-nova's migrations log warnings and errors only.
+nova's migrations and thread pools log warnings and errors only.
 """
 
 import logging
@@ -35,6 +35,9 @@ for _name in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE', 'OS_LOG_CAPTURE'):
 # the nova-based tests, logs INFO to stdout): warnings only, as nova's own
 # test logging fixture sets it.
 logging.getLogger('alembic').setLevel(logging.WARNING)
+# nova's thread pools say INFO when a test's pools shut down, after its log
+# capture has ended.
+logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)
 
 from nova import monkey_patch  # noqa: E402
 
