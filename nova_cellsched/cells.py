@@ -59,9 +59,20 @@ def register_messaging_opts() -> None:
     nova.conf.CONF.register_opts(messaging_transport._transport_opts)
 
 
+def register_objects() -> None:
+    """Register the nova objects a listing reads: the cell and instance
+    mappings.
+
+    Not ``objects.register_all()``: importing every nova object took a
+    tenth of the command line's start-up.
+    """
+    from nova.objects import cell_mapping  # noqa: F401
+    from nova.objects import instance_mapping  # noqa: F401
+
+
 def load_cell_mappings(context: Any = None) -> list[Any]:
     """Return nova's ``CellMapping`` objects, cell0 included."""
-    objects.register_all()
+    register_objects()
     register_messaging_opts()
     ctxt = context or nova_context.get_admin_context()
     return list(objects.CellMappingList.get_all(ctxt))

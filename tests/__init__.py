@@ -17,11 +17,27 @@ nova-scheduler since 2026.1: the lister's parallelism is real threads,
 and must be tested as such, not as eventlet green threads. This module is
 imported before any test module, so the choice is made before anything
 could import eventlet.
+
+Output is captured per test (oslotest's ``OS_STDOUT_CAPTURE``,
+``OS_STDERR_CAPTURE`` and ``OS_LOG_CAPTURE``, on unless set to 0): a
+passing test prints nothing, a failing one shows its output and log.
+nova's migrations and thread pools log warnings and errors only.
 """
 
+import logging
 import os
 
 os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', '1')
+for _name in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE', 'OS_LOG_CAPTURE'):
+    os.environ.setdefault(_name, '1')
+# nova's migrations log every step at INFO, also while a class builds its
+# shared databases, outside any test's capture (and nova.test, imported by
+# the nova-based tests, logs INFO to stdout): warnings only, as nova's own
+# test logging fixture sets it.
+logging.getLogger('alembic').setLevel(logging.WARNING)
+# nova's thread pools say INFO when a test's pools shut down, after its log
+# capture has ended.
+logging.getLogger('nova.thread_pool_factory').setLevel(logging.WARNING)
 
 from nova import monkey_patch  # noqa: E402
 

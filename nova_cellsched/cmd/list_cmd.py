@@ -20,6 +20,8 @@ import argparse
 import datetime
 import json
 import os
+import re
+import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -33,10 +35,22 @@ from nova_cellsched import exception
 #: Columns of the default listing (``--long`` shows DETAIL_FIELDS).
 SHORT_FIELDS = ('uuid', 'display_name', 'status', 'project_id', 'host',
                 'cell_name', 'flavor_name', 'created_at')
+#: Columns of ``--long`` as a table, like ``openstack server list --long``;
+#: the other formats (and ``-c``) get every detail field.
+LONG_TABLE_FIELDS = ('uuid', 'display_name', 'status', 'task_state',
+                     'power_state', 'addresses', 'image_ref', 'flavor_name',
+                     'availability_zone', 'host', 'cell_name', 'project_id',
+                     'created_at')
+#: Names ``demo --prefix`` accepts: they become database names.
+PREFIX_PATTERN = re.compile(r'^[a-z][a-z0-9_]{0,39}$')
 
 
 class DictColumn(columns.FormattableColumn[Any]):
-    """A dict: ``k=v, ...`` in tables, the dict itself in JSON/YAML."""
+    """A dict: ``k=v, ...`` in tables, the dict itself in JSON/YAML.
+
+    Also a missing value: empty in tables (as nova's CLI shows it), null in
+    JSON/YAML.
+    """
 
     def human_readable(self) -> str:
         value = self._value
@@ -74,7 +88,7 @@ def _plain(value: Any) -> Any:
 def _cell(field: str, value: Any) -> Any:
     if field == 'addresses':
         return AddressesColumn(value)
-    if isinstance(value, dict):
+    if value is None or isinstance(value, dict):
         return DictColumn(value)
     return _plain(value)
 
@@ -88,6 +102,12 @@ def parse_filter(text: str) -> tuple[str, str]:
         raise exception.InvalidListRequest(
             'filter', text, 'key=value with key one of %s'
             % ', '.join(sorted(listing.FILTERS)))
+    if not value.strip():
+        # An empty value is a slip, not a query: in nova it matches no
+        # instance (or every one, for the display_name substring).
+        raise exception.InvalidListRequest(
+            'filter', text, 'a value after "=", e.g. %s=VALUE'
+            % key.strip())
     return key.strip(), value.strip()
 
 
@@ -104,10 +124,61 @@ def parse_limit(text: str | None) -> int | None:
     return limit
 
 
-def write_json(path: str, data: Any) -> None:
-    with open(path, 'w') as handle:
-        json.dump(data, handle, indent=1, default=str)
-        handle.write('\n')
+def check_writable(option: str, path: str | None) -> None:
+    """Fail before any work if the file *path* of *option* cannot be
+    written.
+
+    :raises InvalidListRequest: its directory does not exist or cannot be
+        written, or *path* is a directory or a read-only file.
+    """
+    if path is None:
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        problem = 'directory %s does not exist' % directory
+    elif os.path.isdir(path):
+        problem = '%s is a directory' % path
+    elif os.path.exists(path) and not os.access(path, os.W_OK):
+        problem = '%s is not writable' % path
+    elif not os.access(directory, os.W_OK):
+        problem = 'directory %s is not writable' % directory
+    else:
+        return
+    raise exception.InvalidListRequest(
+        option, path, 'a file that can be written (%s)' % problem)
+
+
+def write_json(path: str, data: Any, option: str = 'file') -> None:
+    """Write *data* as JSON to *path*.
+
+    :raises InvalidListRequest: the file cannot be written.
+    """
+    try:
+        with open(path, 'w') as handle:
+            json.dump(data, handle, indent=1, default=str)
+            handle.write('\n')
+    except OSError as exc:
+        raise exception.InvalidListRequest(
+            option, path, 'a file that can be written (%s)'
+            % (exc.strerror or exc)) from exc
+
+
+def pastable_command() -> str:
+    """How the user can run ``nova-cellsched`` from their shell.
+
+    ``tools/venv nova-cellsched`` from a checkout whose venv this is, else
+    the console script's full path (its venv need not be active).
+    """
+    prefix = os.path.realpath(sys.prefix)
+    here = os.path.realpath(os.getcwd())
+    if (os.path.exists(os.path.join(here, 'tools', 'venv'))
+            and prefix == os.path.join(here, '.venv')):
+        return 'tools/venv nova-cellsched'
+    script = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
+    if os.path.exists(script):
+        return shlex.quote(script)
+    return '%s -m nova_cellsched.cmd.cellsched' % shlex.quote(
+        sys.executable)
 
 
 class ListInstances(CellschedCommandMixin, lister.Lister):
@@ -116,12 +187,15 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
     Every cell is queried at once in its own thread; the sorted results
     are heap-merged. A cell that fails or times out is reported on
     stderr and makes the exit code 1 (its instances are missing); with
-    ``[api] list_records_by_skipping_down_cells = false`` nothing is
-    printed then.
+    [api] list_records_by_skipping_down_cells = false in nova.conf
+    nothing is printed then. When nothing matches, the table is empty
+    (-f json prints []) and stderr says so.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
+        # An empty listing is an empty table, not a blank line.
+        parser.set_defaults(print_empty=True)
         who = parser.add_mutually_exclusive_group()
         who.add_argument('--project', metavar='PROJECT_ID',
                          help='Only instances of this project.')
@@ -134,9 +208,14 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
                                  'the previous page).')
         parser.add_argument('--sort', action='append', default=[],
                             metavar='KEY[:asc|desc]',
-                            help='Sort key and direction; repeat for more '
-                                 'keys. Default: created_at:desc,id:desc. '
-                                 'uuid:asc always ends the order.')
+                            help='Sort key and direction (a nova API sort '
+                                 'key such as created_at, display_name, '
+                                 'host); repeat for more keys. Default: '
+                                 'created_at:desc, newest first (then '
+                                 'nova\'s internal row id). uuid:asc always '
+                                 'ends the order. The database sorts, '
+                                 'across all cells; --sort-column only '
+                                 're-sorts the rows printed.')
         parser.add_argument('--cell', action='append', default=None,
                             metavar='NAME_OR_UUID',
                             help='Only this cell; repeat for more. '
@@ -148,8 +227,11 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
                                  'display_name=web (substring), '
                                  'changes-since=2026-01-01T00:00:00Z.')
         parser.add_argument('--long', action='store_true',
-                            help='Show the detail fields (status, '
-                                 'addresses, flavor, metadata, ...).')
+                            help='Show the detail fields: as a table the '
+                                 'columns of openstack server list --long '
+                                 '(and cell, project); -f json/yaml/csv, '
+                                 'or -c, get every field (metadata, '
+                                 'flavor, ...).')
         parser.add_argument('--timings', action='store_true',
                             help='Print where the time went on stderr.')
         parser.add_argument('--stats', metavar='FILE',
@@ -165,6 +247,8 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
         from nova_cellsched import listing
         from nova_cellsched.listing import sorting
 
+        check_writable('stats', parsed_args.stats)
+        check_writable('trace', parsed_args.trace)
         filters = dict(parse_filter(f) for f in parsed_args.filter)
         if parsed_args.project:
             filters['project_id'] = parsed_args.project
@@ -195,6 +279,11 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
             raise exception.ApiDatabaseUnreachable(
                 nova_setup.masked_api_url(), exc) from exc
         self._report(result, parsed_args)
+        if not result.instances:
+            self.app.stderr.write('No instance matched.\n')
+        if (parsed_args.long and parsed_args.formatter == 'table'
+                and not parsed_args.columns):
+            fields = LONG_TABLE_FIELDS
         return self._table(result, fields)
 
     def _report(self, result: Any, parsed_args: argparse.Namespace) -> None:
@@ -209,9 +298,10 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
             stats = result.timings.as_dict()
             stats['instances'] = len(result.instances)
             stats['complete'] = result.complete
-            write_json(parsed_args.stats, stats)
+            write_json(parsed_args.stats, stats, 'stats')
         if parsed_args.trace:
-            write_json(parsed_args.trace, timing.chrome_trace(result.timings))
+            write_json(parsed_args.trace, timing.chrome_trace(result.timings),
+                       'trace')
 
     def _table(self, result: Any, fields: Sequence[str]
                ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
@@ -229,10 +319,12 @@ class Demo(CellschedCommandMixin, lister.Lister):
     """Build demo cell databases with nova's schema and list them.
 
     Creates (or reuses) an API database, cell0 and N cells with nova's
-    migrations, seeds instances shaped as nova writes them, writes a
-    nova.conf, then runs the cross-cell listing with its timings and a
-    trace file. SQLite files by default; --connection takes a database
-    server URL such as mysql+pymysql://root@127.0.0.1/.
+    migrations, seeds instances shaped as nova writes them (one in twenty
+    soft-deleted), writes a nova.conf, then runs the cross-cell listing
+    with its timings and a trace file. SQLite files by default;
+    --connection takes a database server URL such as
+    mysql+pymysql://root@127.0.0.1/. --clean drops the databases a demo
+    made instead.
     """
 
     needs_config = False
@@ -254,7 +346,44 @@ class Demo(CellschedCommandMixin, lister.Lister):
         parser.add_argument('--limit', type=int, default=1000,
                             help='Limit of the demo listing (default '
                                  '1000).')
+        parser.add_argument('--prefix', default=None,
+                            help='Name prefix of the demo databases '
+                                 '(default cellsched_demo): PREFIX_api, '
+                                 'PREFIX_cell0, ... Choose one on a shared '
+                                 'database server.')
+        parser.add_argument('--clean', action='store_true',
+                            help='Drop the demo databases of --prefix '
+                                 '(in --dir, or on --connection) instead '
+                                 'of building: only PREFIX_api and '
+                                 'PREFIX_cellN, after listing them and '
+                                 'asking.')
+        parser.add_argument('--yes', action='store_true',
+                            help='With --clean: do not ask.')
         return parser
+
+    def _clean(self, parsed_args: argparse.Namespace, prefix: str
+               ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        from nova_cellsched import cells
+        from nova_cellsched.demo import world as demo
+
+        err = self.app.stderr
+        urls = demo.demo_databases(parsed_args.dir, parsed_args.connection,
+                                   prefix)
+        rows = [(cells.mask_url(url),) for url in urls]
+        if not urls:
+            err.write('No demo database named %s_* found.\n' % prefix)
+            return ('Dropped',), rows
+        err.write('Demo databases to drop:\n%s\n' % '\n'.join(
+            '  %s' % row[0] for row in rows))
+        if not parsed_args.yes:
+            err.write('Drop these %d databases? [y/N] ' % len(urls))
+            err.flush()
+            answer = self.app.stdin.readline().strip().lower()
+            if answer not in ('y', 'yes'):
+                err.write('Nothing dropped.\n')
+                return ('Dropped',), []
+        demo.clean(urls)
+        return ('Dropped',), rows
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
@@ -264,6 +393,13 @@ class Demo(CellschedCommandMixin, lister.Lister):
         from nova_cellsched import listing
         from nova_cellsched.listing import timing
 
+        prefix = parsed_args.prefix or demo.DB_PREFIX
+        if not PREFIX_PATTERN.match(prefix):
+            raise exception.InvalidListRequest(
+                'prefix', prefix, 'a database name prefix: a lowercase '
+                'letter, then lowercase letters, digits or _ (at most 40)')
+        if parsed_args.clean:
+            return self._clean(parsed_args, prefix)
         if parsed_args.cells < 1 or parsed_args.instances < 1:
             raise exception.InvalidListRequest(
                 'size', '%d cells, %d instances' % (
@@ -283,12 +419,12 @@ class Demo(CellschedCommandMixin, lister.Lister):
 
         world = demo.build(parsed_args.dir, parsed_args.cells,
                            parsed_args.instances, parsed_args.connection,
-                           progress)
+                           progress, prefix=prefix)
         err.write('\n' if last[0] else '')
-        err.write('%s %d cells (cell0 included), %d instances (deleted '
-                  'included); nova.conf: %s\n' % (
+        err.write('%s %d cells (cell0 included), %d instances (%d of them '
+                  'soft-deleted); nova.conf: %s\n' % (
                       'Reused' if world.reused else 'Built',
-                      len(world.cells), world.instances,
+                      len(world.cells), world.instances, world.deleted,
                       world.config_file))
         nova_setup.load_config(['--config-file', world.config_file])
         result = listing.list_instances(
@@ -303,8 +439,8 @@ class Demo(CellschedCommandMixin, lister.Lister):
                       len(result.instances), len(result.cells),
                       parsed_args.limit,
                       timing.format_table(result.timings)))
-        prog = os.path.basename(sys.argv[0]) or 'nova-cellsched'
-        conf = world.config_file
+        prog = pastable_command()
+        conf = shlex.quote(world.config_file)
         err.write(
             'Trace: %s (open in https://ui.perfetto.dev or '
             'chrome://tracing)\nStats: %s\n\nNext, try:\n'
@@ -312,9 +448,10 @@ class Demo(CellschedCommandMixin, lister.Lister):
             '  %s --config-file %s list --long --limit 5 -f json\n'
             '  %s --config-file %s list --sort display_name:asc --limit 10 '
             '--trace trace.json\n'
+            '  %s --config-file %s list --filter deleted=true --limit 5\n'
             '  %s --config-file %s check\n'
             '  %s --config-file %s explain --project %s\n' % (
                 trace, stats, prog, conf, prog, conf, prog, conf, prog,
-                conf, prog, conf, world.projects[0]))
+                conf, prog, conf, prog, conf, world.projects[0]))
         rows = [(name, cells.mask_url(url)) for name, url in world.cells]
         return ('Cell', 'Database'), rows

@@ -19,9 +19,12 @@ pay for importing nova.
 from typing import Any
 
 import nova.conf
-from nova import config as nova_config
+from nova.db.api import api as api_db_api
+from nova import version as nova_version
 from oslo_config import cfg
 from oslo_db import exception as db_exc
+from oslo_log import log as oslo_log
+from oslo_utils import importutils
 from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import cells
@@ -46,11 +49,18 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
     # A command fails fast on an unreachable API database: oslo.db's
     # service defaults (10 attempts, 10 s apart) would make an operator
     # wait 100 s for exit code 3.
-    CONF.set_override('max_retries', 1, group='api_database')
+    CONF.set_override('max_retries', 0, group='api_database')
     CONF.set_override('retry_interval', 0, group='api_database')
+    # What nova.config.parse_args does for a command that reads the API
+    # database only: no RPC, no main database API (importing nova.config
+    # cost half a second of start-up).
+    oslo_log.register_options(CONF)
+    profiler_opts = importutils.try_import('osprofiler.opts')
+    if profiler_opts:
+        profiler_opts.set_defaults(CONF)
     try:
-        nova_config.parse_args(['nova-cellsched'] + args,
-                               configure_db=True, init_rpc=False)
+        CONF(args, project='nova', prog='nova-cellsched',
+             version=nova_version.version_string())
     except cfg.Error as exc:
         raise exception.InvalidConfig(
             'cannot read the configuration: %s; give the nova.conf of '
@@ -61,6 +71,7 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
             'nova.conf of nova-api or nova-scheduler with --config-file'
             % (', '.join(CONF.config_file) or 'nova\'s default config '
                'files (none found)'))
+    api_db_api.configure(CONF)
     return CONF
 
 

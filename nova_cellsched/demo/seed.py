@@ -93,6 +93,37 @@ def create_database(server_url: str, name: str) -> str:
     return url.set(database=name).render_as_string(hide_password=False)
 
 
+def list_databases(server_url: str, prefix: str) -> list[str]:
+    """URLs of the databases on the server whose names start with *prefix*.
+
+    For SQLite *server_url* is a directory and a database a ``.db`` file
+    in it.
+    """
+    url = sa_url.make_url(server_url)
+    backend = url.get_backend_name()
+    if backend == 'sqlite':
+        directory = os.path.abspath(url.database or '.')
+        if not os.path.isdir(directory):
+            return []
+        return sorted('sqlite:///%s' % os.path.join(directory, name)
+                      for name in os.listdir(directory)
+                      if name.startswith(prefix) and name.endswith('.db'))
+    if backend == 'mysql':
+        query = 'SELECT schema_name FROM information_schema.schemata'
+    elif backend == 'postgresql':
+        query = 'SELECT datname FROM pg_database'
+    else:
+        raise ValueError('unsupported database server %s' % backend)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            names = [row[0] for row in conn.execute(sa.text(query))]
+    finally:
+        engine.dispose()
+    return sorted(url.set(database=name).render_as_string(hide_password=False)
+                  for name in names if name.startswith(prefix))
+
+
 def drop_database(database_url: str) -> None:
     """Drop the database of *database_url* (delete a SQLite file)."""
     url = sa_url.make_url(database_url)
@@ -178,6 +209,8 @@ class Population:
     :ivar instances: live instances.
     :ivar deleted_per_instance: soft-deleted rows per live one (clouds
         that churn carry many more deleted than live rows).
+    :ivar deleted: soft-deleted rows besides those of
+        ``deleted_per_instance`` (the demo's few deleted servers).
     :ivar projects: project ids the instances are spread over.
     :ivar users_per_project: users in each project.
     :ivar hosts: compute hosts of the cell.
@@ -192,6 +225,13 @@ class Population:
     error_only: bool = False
     metadata_keys: int = 3
     networks: int = 1
+    deleted: int = 0
+
+    @property
+    def rows(self) -> int:
+        """Instance rows written, deleted included."""
+        return self.instances * (1 + self.deleted_per_instance) + \
+            self.deleted
 
 
 def project_ids(count: int, seed: int = 0) -> list[str]:
@@ -273,7 +313,7 @@ def generate(cell_name: str, population: Population, seed: int,
     projects = list(population.projects) or project_ids(10, seed)
     flavor_json = [_flavor_json(n, v, m, r, i + 1)
                    for i, (n, v, m, r) in enumerate(FLAVORS)]
-    total = population.instances * (1 + population.deleted_per_instance)
+    total = population.rows
     for index in range(total):
         deleted = index >= population.instances
         project = rng.choice(projects)
@@ -375,7 +415,7 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
     mappings = api_models.InstanceMapping.__table__
     cell_engine = sa.create_engine(cell_url)
     api_engine = sa.create_engine(api_url) if api_url else None
-    total = population.instances * (1 + population.deleted_per_instance)
+    total = population.rows
     written = 0
     try:
         batch: list[dict[str, Any]] = []
@@ -508,12 +548,20 @@ def map_instances(api_url: str, cell_url: str, cell_id: int,
     return written
 
 
-def count_instances(cell_url: str) -> int:
-    """Number of instance rows in a cell database (deleted included)."""
+def count_instances(cell_url: str, deleted: bool | None = None) -> int:
+    """Number of instance rows in a cell database.
+
+    :param deleted: None for all rows, True for the (soft-)deleted ones
+        only, False for the live ones only.
+    """
+    table = main_models.Instance.__table__
+    query = sa.select(sa.func.count()).select_from(table)
+    if deleted is not None:
+        query = query.where(table.c.deleted != 0 if deleted
+                            else table.c.deleted == 0)
     engine = sa.create_engine(cell_url)
     try:
         with engine.connect() as conn:
-            return int(conn.execute(sa.select(sa.func.count()).select_from(
-                main_models.Instance.__table__)).scalar_one())
+            return int(conn.execute(query).scalar_one())
     finally:
         engine.dispose()

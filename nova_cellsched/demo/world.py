@@ -22,6 +22,7 @@ database server URL (MariaDB, PostgreSQL) works too.
 from collections.abc import Callable
 import dataclasses
 import os
+import re
 
 import sqlalchemy as sa
 
@@ -41,6 +42,8 @@ class DemoWorld:
     instances: int
     reused: bool
     projects: tuple[str, ...]
+    #: Soft-deleted instances among :attr:`instances`.
+    deleted: int = 0
 
 
 def _cell_names(count: int) -> list[str]:
@@ -100,20 +103,52 @@ list_cell_timeout = 30
         handle.write(text)
 
 
+def database_name(prefix: str, part: str) -> str:
+    """The demo's name for the database of *part* (``api``, ``cell0``...)."""
+    return '%s_%s' % (prefix, part)
+
+
+def demo_databases(directory: str, connection: str | None = None,
+                   prefix: str = DB_PREFIX) -> list[str]:
+    """URLs of the databases a demo with *prefix* created, and only those.
+
+    Those named ``<prefix>_api`` or ``<prefix>_cell<N>`` on the server (in
+    *directory* for SQLite): other databases sharing the prefix are left
+    out.
+    """
+    own = re.compile(r'^%s_(api|cell\d+)(\.db)?$' % re.escape(prefix))
+    found = []
+    for url in seed.list_databases(_server(directory, connection),
+                                   prefix + '_'):
+        name = sa.engine.make_url(url).database or ''
+        if own.match(os.path.basename(name)):
+            found.append(url)
+    return found
+
+
+def clean(urls: list[str]) -> None:
+    """Drop the demo databases *urls* (see :func:`demo_databases`)."""
+    for url in urls:
+        seed.drop_database(url)
+
+
 def build(directory: str, cells: int = 10, instances: int = 10000,
           connection: str | None = None,
-          progress: Callable[[str], None] = lambda text: None
-          ) -> DemoWorld:
+          progress: Callable[[str], None] = lambda text: None,
+          prefix: str = DB_PREFIX) -> DemoWorld:
     """Create or reuse the demo databases and write their nova.conf.
 
     Reuses everything when the API database already maps the cells.
+    Every database is named ``<prefix>_api``, ``<prefix>_cell0``, ...;
+    one in twenty instances of a cell (besides cell0) is soft-deleted, as
+    nova soft-deletes, so a listing with ``deleted=true`` shows some.
     """
     os.makedirs(directory, exist_ok=True)
     server = _server(directory, connection)
     config_file = os.path.join(os.path.abspath(directory), 'nova.conf')
     names = _cell_names(cells)
     projects = seed.project_ids(12, seed=42)
-    api_url = seed.create_database(server, DB_PREFIX + '_api')
+    api_url = seed.create_database(server, database_name(prefix, 'api'))
     if not seed.has_schema(api_url):
         progress('Applying nova API schema (nova alembic migrations)')
         seed.apply_schema(api_url, 'api')
@@ -123,19 +158,22 @@ def build(directory: str, cells: int = 10, instances: int = 10000,
     for index, name in enumerate(['cell0'] + names):
         if name in existing:
             continue
-        population = seed.Population(
-            instances=max(1, per_cell // 50) if name == 'cell0'
-            else per_cell,
-            projects=projects, error_only=name == 'cell0')
+        if name == 'cell0':
+            population = seed.Population(instances=max(1, per_cell // 50),
+                                         projects=projects, error_only=True)
+        else:
+            deleted = per_cell // 20
+            population = seed.Population(instances=per_cell - deleted,
+                                         deleted=deleted, projects=projects)
 
         def report(done: int, total: int, name: str = name) -> None:
             progress('Seeding %s: %d/%d instances' % (name, done, total))
 
         # Seed before registering: a run interrupted while seeding leaves
         # no half-filled cell behind a mapping, and the next run redoes it.
-        url = seed.create_database(server, '%s_%s' % (DB_PREFIX, name))
+        url = seed.create_database(server, database_name(prefix, name))
         seed.drop_database(url)
-        url = seed.create_database(server, '%s_%s' % (DB_PREFIX, name))
+        url = seed.create_database(server, database_name(prefix, name))
         progress('Applying nova main schema to %s' % name)
         seed.apply_schema(url, 'main')
         seed.seed_cell(url, None, None, name, population, seed=index,
@@ -151,7 +189,9 @@ def build(directory: str, cells: int = 10, instances: int = 10000,
     write_config(config_file, api_url, registered['cell0'], names,
                  projects)
     total = sum(seed.count_instances(url) for _name, url in cell_urls)
+    deleted = sum(seed.count_instances(url, deleted=True)
+                  for _name, url in cell_urls)
     return DemoWorld(directory=os.path.abspath(directory),
                      config_file=config_file, api_url=api_url,
                      cells=cell_urls, instances=total, reused=reused,
-                     projects=tuple(projects))
+                     projects=tuple(projects), deleted=deleted)

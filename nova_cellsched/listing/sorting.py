@@ -44,6 +44,17 @@ DIRECTIONS = (ASC, DESC)
 DEFAULT_KEYS = ('created_at', 'id')
 DEFAULT_DIRS = (DESC, DESC)
 TIE_BREAKER = 'uuid'
+#: The sort keys of nova's API (``GET /servers?sort_key=``, microversion
+#: 2.75+), spelled out so the command line need not import nova's API
+#: (over a second); a unit test keeps it equal to nova's list.
+API_SORT_KEYS = frozenset((
+    'access_ip_v4', 'access_ip_v6', 'auto_disk_config', 'availability_zone',
+    'config_drive', 'created_at', 'display_description', 'display_name',
+    'host', 'hostname', 'image_ref', 'instance_type_id', 'kernel_id',
+    'key_name', 'launch_index', 'launched_at', 'locked', 'locked_by', 'node',
+    'power_state', 'progress', 'project_id', 'ramdisk_id',
+    'root_device_name', 'task_state', 'terminated_at', 'updated_at', 'user_id',
+    'uuid', 'vm_state'))
 
 R = TypeVar('R')
 #: A row: a mapping from column name to value, or a positional tuple

@@ -42,6 +42,7 @@ import collections
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -216,10 +217,20 @@ def summarize(spans: Sequence[Span], total: float,
                    cells=cell_timings, spans=tuple(spans))
 
 
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key ordering the numbers inside *text* by value.
+
+    ``cell2`` comes before ``cell10``, as a person would order them.
+    """
+    return tuple((0, int(part)) if part.isdigit() else (1, part)
+                 for part in re.split(r'(\d+)', text) if part)
+
+
 def format_table(timings: Timings) -> str:
     """The summary as text tables: the 2018 columns, then one row a cell.
 
-    Times in milliseconds.
+    Times in milliseconds; cells in natural order of their names
+    (cell0, cell1, cell2, ..., cell10).
     """
     import prettytable
 
@@ -237,7 +248,8 @@ def format_table(timings: Timings) -> str:
          'Execute ms', 'Fetch ms', 'Error'])
     body.align['Cell'] = 'l'
     body.align['Error'] = 'l'
-    for cell in timings.cells:
+    for cell in sorted(timings.cells, key=lambda c: natural_key(
+            c.cell_name or c.cell_uuid)):
         body.add_row([cell.cell_name or cell.cell_uuid, cell.status,
                       cell.rows, cell.batches, ms(cell.wait),
                       ms(cell.connect), ms(cell.execute), ms(cell.fetch),

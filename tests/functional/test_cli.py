@@ -26,6 +26,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import uuid as uuid_lib
@@ -354,9 +355,10 @@ class CheckExplainCliTest(CliTestCase):
             self.assertIn('[api_database] connection', run.err)
             self.assertNotIn(SECRET, run.err + run.out)
             self.assertEqual('', run.out, run)
-            # One connection attempt, not oslo.db's service retry loop.
-            self.assertLessEqual(run.err.count('SQL connection failed'), 1,
-                                 run)
+            # One connection attempt, not oslo.db's service retry loop,
+            # and one line.
+            self.assertNotIn('SQL connection failed', run.err)
+            self.assertEqual(1, len(run.err.splitlines()), run)
             self.assertNotIn('Background on this error', run.err)
 
 
@@ -412,14 +414,19 @@ class ListCliTest(CliTestCase):
             self.assertIsInstance(record['metadata'], dict)
             self.assertEqual(record['flavor_name'], record['flavor']['name'])
         rows = long_table.table()
-        self.assertEqual(list(listing.DETAIL_FIELDS), list(rows[0]))
+        # A readable table, like openstack server list --long; JSON has
+        # every field.
+        self.assertEqual(list(list_cmd.LONG_TABLE_FIELDS), list(rows[0]))
+        self.assertLess(len(list_cmd.LONG_TABLE_FIELDS),
+                        len(listing.DETAIL_FIELDS))
         self.assertEqual(expected[:3], [r['uuid'] for r in rows])
         for row, record in zip(rows, records):
-            # net=ip, ip in tables; the flavor dict as k=v pairs.
+            # net=ip, ip in tables; a missing value is empty, not None.
             self.assertRegex(row['addresses'], r'^net0=10\.[\d.]+, ')
             self.assertIn(', 2001:db8:', row['addresses'])
-            self.assertIn('name=%s' % record['flavor']['name'],
-                          row['flavor'])
+            self.assertEqual(record['flavor']['name'], row['flavor_name'])
+            self.assertEqual(record['task_state'] or '', row['task_state'])
+        self.assertNotIn('None', long_table.out)
 
     def test_paging_sorting_cells_and_filters(self):
         """--limit/--marker pages, --sort, --cell and --filter."""
@@ -548,9 +555,29 @@ class ListCliTest(CliTestCase):
         self.assertTrue(any(e['ph'] == 'M' and e['name'] == 'thread_name'
                             for e in events))
 
+    def test_empty_result_is_an_empty_table_and_said(self):
+        """No match: exit 0, an empty table or [], 'No instance matched.'"""
+        table, as_json = self.cli_many([
+            ['list', '--project', 'nosuchproject'],
+            ['list', '--filter', 'host=nosuchhost', '-f', 'json']],
+            conf=self.conf)
+        for run in (table, as_json):
+            self.assertExit(0, run)
+            self.assertEqual('No instance matched.\n', run.err, run)
+        self.assertEqual([], as_json.json())
+        self.assertEqual([], table.table())
+        self.assertIn('| uuid ', table.out)
+
     def test_bad_inputs_exit_2_with_one_line(self):
         """Each bad argument: exit 2, one 'nova-cellsched: error:' line."""
+        missing = os.path.join(self.tmp, 'no', 'such', 'dir', 's.json')
         cases = [
+            (['--sort', 'id:desc'], "invalid sort key 'id'"),
+            (['--filter', 'vm_state='], "invalid filter 'vm_state='"),
+            # Checked before any query: nothing is fetched for nothing.
+            (['--stats', missing], 'directory %s does not exist'
+             % os.path.dirname(missing)),
+            (['--trace', self.tmp], '%s is a directory' % self.tmp),
             (['--sort', 'nosuchkey'], "'nosuchkey'"),
             (['--sort', 'display_name:sideways'], "'sideways'"),
             (['--limit', '0'], "invalid limit '0'"),
@@ -589,9 +616,13 @@ class DemoCliTest(CliTestCase):
         for name in ('nova.conf', 'trace.json', 'stats.json'):
             self.assertTrue(os.path.exists(os.path.join(directory, name)),
                             name)
-        count = re.search(r'(\d+) instances \(deleted included\)',
+        count = re.search(r'(\d+) instances \((\d+) of them soft-deleted\)',
                           first.err)
         self.assertIsNotNone(count, first)
+        total, deleted = int(count.group(1)), int(count.group(2))
+        # 30 a cell, one in twenty deleted; cell0 a fiftieth (at least 1).
+        self.assertEqual(60 + 1, total)
+        self.assertGreater(deleted, 0)
         rows = first.table()
         self.assertEqual(['cell0', 'cell1', 'cell2'],
                          [r['Cell'] for r in rows])
@@ -602,20 +633,102 @@ class DemoCliTest(CliTestCase):
             stats = json.load(handle)
         self.assertEqual(['cell0', 'cell1', 'cell2'],
                          sorted(c['name'] for c in stats['cells']))
-        self.assertEqual(int(count.group(1)),
+        # The demo lists the live instances.
+        self.assertEqual(total - deleted,
                          sum(c['rows'] for c in stats['cells']))
+        # Next steps that can be pasted: no bare nova-cellsched, which
+        # is not on PATH outside the venv.
+        steps = first.err.split('Next, try:\n')[1].splitlines()
+        self.assertIn('--filter deleted=true', first.err)
+        for step in steps:
+            if step.strip():
+                self.assertFalse(step.strip().startswith('nova-cellsched'),
+                                 step)
+                program = shlex.split(step)[0]
+                self.assertTrue(os.path.isabs(program)
+                                or program == 'tools/venv', step)
 
         conf = os.path.join(directory, 'nova.conf')
         again = self.cli(*args)
         self.assertExit(0, again)
         self.assertIn('Reused 3 cells', again.err)
         self.assertNotIn('Built', again.err)
-        self.assertIn('%s instances (deleted included)' % count.group(1),
-                      again.err)
-        listed = self.cli('list', '-f', 'json', conf=conf)
+        self.assertIn(count.group(0), again.err)
+        listed, gone = self.cli_many([
+            ['list', '-f', 'json'],
+            ['list', '-f', 'json', '--filter', 'deleted=true']], conf=conf)
         self.assertExit(0, listed)
+        self.assertExit(0, gone)
         records = listed.json()
-        self.assertEqual(int(count.group(1)), len(records))
+        self.assertEqual(total - deleted, len(records))
+        self.assertEqual(deleted, len(gone.json()))
+        self.assertEqual({'DELETED'}, {r['status'] for r in gone.json()})
         self.assertEqual({'cell0', 'cell1', 'cell2'},
                          {r['cell_name'] for r in records})
         self.assertEqual(len(records), len({r['uuid'] for r in records}))
+
+    def test_demo_prefix_and_clean_drop_only_the_demo_databases(self):
+        """--prefix names the databases; --clean lists, asks, drops them.
+
+        On MariaDB, as a shared server is used: a database that only
+        shares the prefix survives.
+        """
+        problem = db.server_available(db.MYSQL_URL)
+        if problem is not None:
+            raise AssertionError('MariaDB at %s is needed: %s'
+                                 % (db.MYSQL_URL, problem))
+        prefix = 'cs_demo_%s' % uuid_lib.uuid4().hex[:8]
+        server = db.MYSQL_URL.rsplit('/', 1)[0] + '/'
+        bystander = seed.create_database(server, prefix + '_keepme')
+        self.addCleanup(seed.drop_database, bystander)
+        ours = ['%s_%s' % (prefix, part)
+                for part in ('api', 'cell0', 'cell1')]
+        for name in ours:
+            self.addCleanup(seed.drop_database, server + name)
+        directory = os.path.join(self.tmp, 'demo')
+        built = self.cli('demo', '--cells', '1', '--instances', '20',
+                         '--dir', directory, '--connection', server,
+                         '--prefix', prefix)
+        self.assertExit(0, built)
+        self.assertIn('Built 2 cells', built.err)
+        self.assertEqual(sorted(ours + [prefix + '_keepme']),
+                         self.databases(server, prefix))
+
+        clean = ['demo', '--clean', '--connection', server, '--prefix',
+                 prefix]
+        # No answer (stdin is empty): nothing dropped.
+        kept = self.cli(*clean)
+        self.assertExit(0, kept)
+        self.assertIn('Nothing dropped', kept.err)
+        for name in ours:
+            self.assertIn(name, kept.err)
+        self.assertNotIn('keepme', kept.err)
+        self.assertEqual(4, len(self.databases(server, prefix)))
+
+        dropped = self.cli(*(clean + ['--yes', '-f', 'value']))
+        self.assertExit(0, dropped)
+        self.assertEqual(3, len(dropped.out.split()), dropped)
+        self.assertEqual([prefix + '_keepme'],
+                         self.databases(server, prefix))
+        again = self.cli(*(clean + ['--yes']))
+        self.assertExit(0, again)
+        self.assertIn('No demo database named %s_* found' % prefix,
+                      again.err)
+
+    def test_demo_rejects_a_prefix_that_is_no_database_name(self):
+        run = self.cli('demo', '--prefix', 'bad-prefix;drop', '--dir',
+                       os.path.join(self.tmp, 'demo'))
+        self.assertExit(2, run)
+        self.assertIn("invalid prefix 'bad-prefix;drop'", run.err)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, 'demo')))
+
+    @staticmethod
+    def databases(server, prefix):
+        engine = sa.create_engine(server)
+        try:
+            with engine.connect() as conn:
+                return sorted(r[0] for r in conn.execute(sa.text(
+                    'SELECT schema_name FROM information_schema.schemata')
+                ) if r[0].startswith(prefix))
+        finally:
+            engine.dispose()

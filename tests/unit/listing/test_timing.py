@@ -250,6 +250,19 @@ class RenderTestCase(base.BaseTestCase):
                      '500.0', '1500.0'):
             self.assertIn(text, table)
 
+    def test_format_table_orders_cells_naturally(self):
+        """cell0, cell2, cell10: numbers in names compare by value."""
+        cells = {U1: 'cell10', U2: 'cell2', U3: 'cell0'}
+        table = timing.format_table(summary(cells=cells))
+        rows = [line.split('|')[1].strip() for line in table.splitlines()
+                if line.startswith('| cell')]
+        self.assertEqual(['cell0', 'cell2', 'cell10'], rows)
+
+    def test_natural_key_orders_numbers_by_value(self):
+        names = ['cell10', 'cell1', 'b', 'cell2', 'cell0', 'a10', 'a9']
+        self.assertEqual(['a9', 'a10', 'b', 'cell0', 'cell1', 'cell2',
+                          'cell10'], sorted(names, key=timing.natural_key))
+
     def test_log_lines_format_with_percent(self):
         lines = timing.log_lines(summary())
         self.assertEqual(1 + len(CELLS), len(lines))

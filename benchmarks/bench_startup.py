@@ -1,0 +1,122 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Time the ``nova-cellsched`` command line from process start to exit.
+
+Every run is a new process, as an operator's call is::
+
+    python benchmarks/bench_startup.py [--repeat 5] [--dir DIR]
+        [--json results.json]
+
+It builds (or reuses) the demo world in ``--dir`` (``nova-cellsched demo
+--cells 10 --instances 10000``, SQLite files, as the README's quick start
+does), then runs ``nova-cellsched --config-file DIR/nova.conf list --limit
+20`` and ``nova-cellsched --help`` ``--repeat`` times each as
+subprocesses, and prints the median wall time of each against its target
+(list <= 1.0 s, --help <= 0.3 s), and the median CPU time (user + system)
+of the process, which a busy machine inflates less than wall time. The
+command is the console script next
+to this Python when installed, else ``python -m
+nova_cellsched.cmd.cellsched``; the environment is the caller's, so
+``PYTHONPATH`` chooses the checkout. Exit status 1 when a median misses
+its target, so the script can gate a change; the tests never time
+anything.
+
+To see where the time goes: ``python -X importtime -m
+nova_cellsched.cmd.cellsched --config-file DIR/nova.conf list --limit 20``.
+"""
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+TARGETS = {'list --limit 20': 1.0, '--help': 0.3}
+
+
+def command() -> list[str]:
+    script = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, '-m', 'nova_cellsched.cmd.cellsched']
+
+
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list[str]) -> tuple[float, float]:
+    """Wall and CPU seconds of one process; it must exit 0."""
+    cpu = cpu_of_children()
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, cpu_of_children() - cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--repeat', type=int, default=5)
+    parser.add_argument('--dir', default='./cellsched-demo',
+                        help='Demo world (built when missing).')
+    parser.add_argument('--json', metavar='FILE',
+                        help='Also write the results as JSON.')
+    args = parser.parse_args()
+
+    cmd = command()
+    conf = os.path.join(os.path.abspath(args.dir), 'nova.conf')
+    if not os.path.exists(conf):
+        print('Building the demo world in %s ...' % args.dir)
+        subprocess.run(cmd + ['demo', '--dir', args.dir], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cases = {'list --limit 20': cmd + ['--config-file', conf, 'list',
+                                       '--limit', '20'],
+             '--help': cmd + ['--help']}
+    for argv in cases.values():
+        run(argv)  # warm the file system cache and the bytecode
+    results = {}
+    for name, argv in cases.items():
+        runs = [run(argv) for _ in range(args.repeat)]
+        times = [wall for wall, _cpu in runs]
+        results[name] = {'median_s': statistics.median(times),
+                         'cpu_median_s': statistics.median(
+                             cpu for _wall, cpu in runs),
+                         'runs_s': times, 'target_s': TARGETS[name]}
+
+    print('%-18s %9s %9s %9s  %s' % ('command', 'median s', 'target s',
+                                     'cpu s', 'runs s'))
+    missed = 0
+    for name, result in results.items():
+        ok = result['median_s'] <= result['target_s']
+        missed += not ok
+        print('%-18s %9.3f %9.1f %9.3f  %s  %s' % (
+            name, result['median_s'], result['target_s'],
+            result['cpu_median_s'],
+            ' '.join('%.3f' % t for t in result['runs_s']),
+            'ok' if ok else 'MISSED'))
+    if args.json:
+        with open(args.json, 'w') as handle:
+            json.dump({'python': platform.python_version(),
+                       'command': cmd, 'results': results}, handle,
+                      indent=1)
+            handle.write('\n')
+    return 1 if missed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,66 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The lint gate runs with the tests, so it cannot rot unnoticed.
+
+The commands are those of tox.ini's ``pep8`` environment (ruff, hacking's
+H checks through flake8, mypy on the typed pure modules), read from
+tox.ini so that there is one list. Each runs with the linters installed
+next to this Python (test-requirements.txt lists them); a linter that is
+not installed is skipped, not failed.
+"""
+
+import configparser
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+
+import testtools
+
+TOP = pathlib.Path(__file__).resolve().parents[2]
+
+
+def pep8_commands() -> list[list[str]]:
+    """The ``commands`` of tox.ini's ``[testenv:pep8]``, split."""
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(TOP / 'tox.ini')
+    return [shlex.split(line) for line in
+            tox['testenv:pep8']['commands'].strip().splitlines()
+            if line.strip()]
+
+
+class LintTestCase(testtools.TestCase):
+
+    def test_pep8_environment_runs_the_three_linters(self):
+        self.assertEqual(['ruff', 'flake8', 'mypy'],
+                         [argv[0] for argv in pep8_commands()])
+
+
+def _make_test(argv: list[str]):
+    def test(self: testtools.TestCase) -> None:
+        tool = os.path.join(os.path.dirname(sys.executable), argv[0])
+        if not os.path.exists(tool):
+            self.skipTest('%s is not installed next to %s'
+                          % (argv[0], sys.executable))
+        done = subprocess.run([tool] + argv[1:], cwd=TOP,
+                              capture_output=True, text=True, timeout=600)
+        self.assertEqual(0, done.returncode, '%s:\n%s%s' % (
+            shlex.join(argv), done.stdout[-5000:], done.stderr[-2000:]))
+    test.__doc__ = '``%s`` passes.' % shlex.join(argv[:3])
+    return test
+
+
+for _argv in pep8_commands():
+    setattr(LintTestCase, 'test_%s_passes' % _argv[0], _make_test(_argv))

@@ -1,0 +1,87 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+
+"""The command line's small helpers: output files, filters, pastable
+commands.
+"""
+
+import os
+import sys
+
+import fixtures
+from oslotest import base
+
+from nova_cellsched.cmd import list_cmd
+from nova_cellsched import exception
+
+
+class CheckWritableTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def assertRejected(self, path, problem):
+        error = self.assertRaises(exception.InvalidListRequest,
+                                  list_cmd.check_writable, 'stats', path)
+        self.assertEqual(('stats', path), (error.argument, error.value))
+        self.assertIn(problem, str(error))
+        self.assertEqual(2, error.exit_code)
+
+    def test_a_new_file_in_an_existing_directory_is_accepted(self):
+        list_cmd.check_writable('stats', os.path.join(self.dir, 's.json'))
+        list_cmd.check_writable('stats', None)
+        self.assertEqual([], os.listdir(self.dir))
+
+    def test_a_missing_directory_is_named(self):
+        missing = os.path.join(self.dir, 'no', 'dir')
+        self.assertRejected(os.path.join(missing, 's.json'),
+                            'directory %s does not exist' % missing)
+
+    def test_a_directory_is_not_a_file(self):
+        self.assertRejected(self.dir, '%s is a directory' % self.dir)
+
+
+class ParseFilterTestCase(base.BaseTestCase):
+
+    def test_key_and_value_are_stripped(self):
+        self.assertEqual(('host', 'c1'), list_cmd.parse_filter(' host = c1 '))
+
+    def test_an_empty_value_is_rejected(self):
+        for text in ('vm_state=', 'host= '):
+            error = self.assertRaises(exception.InvalidListRequest,
+                                      list_cmd.parse_filter, text)
+            self.assertIn('a value after "="', str(error))
+
+
+class PastableCommandTestCase(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.top = os.path.realpath(self.useFixture(fixtures.TempDir()).path)
+        os.makedirs(os.path.join(self.top, 'tools'))
+        open(os.path.join(self.top, 'tools', 'venv'), 'w').close()
+        self.useFixture(fixtures.MonkeyPatch('os.getcwd', lambda: self.top))
+
+    def test_tools_venv_in_the_checkout_whose_venv_runs(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.prefix', os.path.join(self.top, '.venv')))
+        self.assertEqual('tools/venv nova-cellsched',
+                         list_cmd.pastable_command())
+
+    def test_full_path_elsewhere(self):
+        self.useFixture(fixtures.MonkeyPatch('sys.prefix', '/elsewhere'))
+        command = list_cmd.pastable_command()
+        self.assertTrue(command.startswith(os.path.dirname(sys.executable)),
+                        command)
+        self.assertNotEqual('nova-cellsched', command.split()[0])
