@@ -67,8 +67,10 @@ def _call(fn: Callable[[], Any]) -> Any:
         raise exception.PlacementUnreachable(exc) from exc
 
 
-class PlacementError(Exception):
+class PlacementError(exception.CellschedError):
     """Placement answered a request with an unexpected status."""
+
+    exit_code = 1
 
 
 class Placement:

@@ -100,8 +100,8 @@ def problems(nodes: Mapping[str, Set[str]],
     """What ``nova-cellsched check`` reports about the cell aggregates.
 
     :param nodes: cell uuid -> compute node uuids, for the cells read.
-    :param members: cell uuid -> providers in that cell's aggregate, for
-        every cell (cell0 excluded).
+    :param members: cell uuid -> providers in that cell's aggregate; only
+        the aggregates of the cells in *nodes* are checked.
     :param labels: cell uuid -> ``name (uuid)`` for the messages.
     :returns: one line per problem: a cell with nodes but no aggregate,
         a node missing from its cell's aggregate, a provider in the
@@ -123,15 +123,16 @@ def problems(nodes: Mapping[str, Set[str]],
             found.append('compute node %s of cell %s is not in the cell\'s '
                          'placement aggregate, so the placement pre-filter '
                          'never offers it%s' % (node, label, fix))
-    for cell in sorted(members):
-        for provider in sorted(members[cell]):
+    for cell in sorted(set(members) & set(nodes)):
+        # The aggregate of a cell that was not read is not checked.
+        for provider in sorted(members[cell] - nodes[cell]):
             home = cell_of.get(provider)
-            if home is not None and home != cell:
+            if home is not None:
                 found.append('resource provider %s is in the placement '
                              'aggregate of cell %s but is a compute node of '
                              'cell %s%s' % (provider, labels.get(cell, cell),
                                             labels.get(home, home), fix))
-            elif home is None and cell in nodes:
+            else:
                 found.append('resource provider %s is in the placement '
                              'aggregate of cell %s but is no compute node '
                              'of it (deleted or moved)%s'
