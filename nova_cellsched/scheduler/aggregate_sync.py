@@ -95,9 +95,11 @@ class Placement:
             raise PlacementError('GET /resource_providers?member_of=%s: '
                                  '%s %s' % (aggregate, resp.status_code,
                                             resp.text))
-        return frozenset(rp['uuid'] for rp in resp.json()['resource_providers'])
+        return frozenset(rp['uuid']
+                         for rp in resp.json()['resource_providers'])
 
-    def aggregates_of(self, provider: str) -> tuple[frozenset[str], int] | None:
+    def aggregates_of(self, provider: str
+                      ) -> tuple[frozenset[str], int] | None:
         """(aggregates, generation) of *provider*; None if it is unknown."""
         resp = _call(lambda: self.client.get(
             '/resource_providers/%s/aggregates' % provider, version=VERSION,
@@ -185,7 +187,8 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
                nodes_of: Callable[[Any], frozenset[str]] = read_nodes
                ) -> CellsRead:
     """Read every cell but cell0: nodes from its database, members from
-    placement. A cell whose database fails is in ``unreadable`` only."""
+    placement. A cell whose database fails is in ``unreadable`` only.
+    """
     nodes: dict[str, frozenset[str]] = {}
     members: dict[str, frozenset[str]] = {}
     unreadable: dict[str, str] = {}
@@ -240,7 +243,8 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
 
 def problems(placement: Placement, cell_mappings: Iterable[Any]) -> list[str]:
     """``check``'s lines about the cell aggregates (see
-    :func:`.aggregates.problems`), unreadable cells included."""
+    :func:`.aggregates.problems`), unreadable cells included.
+    """
     state = read_cells(placement, cell_mappings)
     found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
              'is not checked' % (state.labels[cell], reason)

@@ -57,7 +57,7 @@ def diff(nodes: Mapping[str, Set[str]],
         now; a cell missing here has no aggregate yet.
     :returns: the changes, sorted by cell and provider.
     """
-    changes = []
+    changes: list[Change] = []
     for cell, wanted in nodes.items():
         present = members.get(cell, frozenset())
         changes.extend(Change(cell, p, Action.ADD) for p in wanted - present)

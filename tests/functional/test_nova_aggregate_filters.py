@@ -30,8 +30,8 @@ import os
 import sys
 
 import fixtures
-from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler.client import report
+from nova.scheduler import request_filter as nova_request_filter
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import test_aggregates
 

@@ -330,7 +330,8 @@ class SyncAggregatesTest(PrefilterTestBase):
 
     def test_removes_moved_and_deleted_nodes_keeps_foreign(self):
         """A node in the wrong cell aggregate and a deleted node leave it;
-        aggregates that are not a cell's stay."""
+        aggregates that are not a cell's stay.
+        """
         self._sync()
         self._put('big1', lambda p: p | {self.cell_uuids['cell2'], FOREIGN})
         ctxt = nova_context.get_admin_context()

@@ -92,7 +92,8 @@ class DiffTest(base.BaseTestCase):
     def test_sync_makes_readable_cells_exact_and_keeps_the_rest(self, world):
         """After the diff is applied: every readable cell's aggregate is
         exactly its nodes, unreadable cells' members and foreign
-        aggregates are unchanged, and a second diff is empty."""
+        aggregates are unchanged, and a second diff is empty.
+        """
         nodes, present = world
         changes, after = apply(nodes, present)
         members = members_of(after)

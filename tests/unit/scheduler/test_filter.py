@@ -33,10 +33,10 @@ from oslo_utils.fixture import uuidsentinel as uuids
 import testscenarios
 
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.scheduler import request_filter
 from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import policy_cache
+from nova_cellsched.scheduler import request_filter
 
 # Keystone style project ids.
 PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
