@@ -88,9 +88,9 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
                                    dry_run=parsed_args.dry_run)
         self._failures = [row for row in rows if row.failed]
         for row in self._failures:
-            self.app.stderr.write('failed: cell %s %s: %s\n'
-                                  % (row.cell, row.provider or '',
-                                     row.result))
+            self.app.stderr.write('%s (cell %s%s)\n' % (
+                row.result, row.cell,
+                ', provider %s' % row.provider if row.provider else ''))
         return SYNC_COLUMNS, [(r.cell, r.aggregate, r.provider, r.action,
                                r.result) for r in rows]
 
