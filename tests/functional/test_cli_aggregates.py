@@ -194,7 +194,8 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
     def test_exit_codes(self):
         """2 for a bad --cell or no [placement] auth, 3 for no placement;
         check notes an unconfigured placement, or fails when the
-        pre-filter is on and placement does not answer."""
+        pre-filter is on and placement does not answer.
+        """
         unreachable = self._conf('http://127.0.0.1:1')
         bad_cell, no_auth = self.cli_many(
             [['sync-aggregates', '--cell', 'nosuchcell'],
