@@ -47,7 +47,6 @@ from nova.tests.functional import integrated_helpers  # noqa: F401,I001
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import sys
@@ -65,15 +64,9 @@ from nova.scheduler import manager as scheduler_manager
 from nova import test
 from nova.tests.functional import fixtures as func_fixtures
 
-try:
-    import nova_cellsched  # noqa: F401
-except ImportError:  # run from a checkout without the package installed
-    sys.path.insert(0, os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
-
-from nova_cellsched import cells as cells_mod  # noqa: E402
-from nova_cellsched.scheduler import aggregate_sync  # noqa: E402
-from nova_cellsched.scheduler import host_filter  # noqa: E402
+from nova_cellsched import cells as cells_mod
+from nova_cellsched.scheduler import aggregate_sync
+from nova_cellsched.scheduler import host_filter
 
 CONF = nova.conf.CONF
 DEDICATED = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'

@@ -86,30 +86,36 @@ class Placement:
             report.SchedulerReportClient)
         self.context = nova_context.get_admin_context()
 
+    def _request(self, method: str, url: str, body: Any = None,
+                 accept: tuple[int, ...] = ()) -> Any:
+        """One placement request at :data:`VERSION`.
+
+        :returns: the response, when its status is 200 or in *accept*.
+        :raises PlacementError: any other status.
+        """
+        args = (url,) if body is None else (url, body)
+        resp = _call(lambda: getattr(self.client, method)(
+            *args, version=VERSION,
+            global_request_id=self.context.global_id))
+        if resp.status_code != 200 and resp.status_code not in accept:
+            raise PlacementError('%s %s: %s %s' % (
+                method.upper(), url, resp.status_code, resp.text))
+        return resp
+
     def members(self, aggregate: str) -> frozenset[str]:
         """Providers in *aggregate* (empty if it has no member)."""
-        resp = _call(lambda: self.client.get(
-            '/resource_providers?member_of=%s' % aggregate, version=VERSION,
-            global_request_id=self.context.global_id))
-        if resp.status_code != 200:
-            raise PlacementError('GET /resource_providers?member_of=%s: '
-                                 '%s %s' % (aggregate, resp.status_code,
-                                            resp.text))
+        resp = self._request('get', '/resource_providers?member_of=%s'
+                             % aggregate)
         return frozenset(rp['uuid']
                          for rp in resp.json()['resource_providers'])
 
     def aggregates_of(self, provider: str
                       ) -> tuple[frozenset[str], int] | None:
         """(aggregates, generation) of *provider*; None if it is unknown."""
-        resp = _call(lambda: self.client.get(
-            '/resource_providers/%s/aggregates' % provider, version=VERSION,
-            global_request_id=self.context.global_id))
+        resp = self._request('get', '/resource_providers/%s/aggregates'
+                             % provider, accept=(404,))
         if resp.status_code == 404:
             return None
-        if resp.status_code != 200:
-            raise PlacementError('GET /resource_providers/%s/aggregates: '
-                                 '%s %s' % (provider, resp.status_code,
-                                            resp.text))
         data = resp.json()
         return (frozenset(data['aggregates']),
                 data['resource_provider_generation'])
@@ -117,18 +123,11 @@ class Placement:
     def set_aggregates(self, provider: str, aggs: Iterable[str],
                        generation: int) -> bool:
         """Write *provider*'s aggregates; False on a generation conflict."""
-        payload = {'aggregates': sorted(aggs),
-                   'resource_provider_generation': generation}
-        resp = _call(lambda: self.client.put(
-            '/resource_providers/%s/aggregates' % provider, payload,
-            version=VERSION, global_request_id=self.context.global_id))
-        if resp.status_code == 409:
-            return False
-        if resp.status_code != 200:
-            raise PlacementError('PUT /resource_providers/%s/aggregates: '
-                                 '%s %s' % (provider, resp.status_code,
-                                            resp.text))
-        return True
+        resp = self._request(
+            'put', '/resource_providers/%s/aggregates' % provider,
+            {'aggregates': sorted(aggs),
+             'resource_provider_generation': generation}, accept=(409,))
+        return resp.status_code != 409
 
     def apply(self, update: aggregates.ProviderUpdate) -> str:
         """Apply *update*, retrying on conflicts; return the result text."""

@@ -377,14 +377,9 @@ class SyncAggregatesTest(PrefilterTestBase):
     def test_unreadable_cell_is_reported_and_left_alone(self):
         """A cell whose database fails is a failed row; nothing removed."""
         self._sync()
-        ctxt = nova_context.get_admin_context()
-        with nova_context.target_cell(ctxt,
-                                      self.cell_mappings['cell3']) as cctxt:
-            engine = main_db_api.get_engine(context=cctxt)
-            with engine.begin() as connection:
-                connection.exec_driver_sql(
-                    'ALTER TABLE compute_nodes RENAME TO compute_nodes_x')
-        self.addCleanup(self._rename_back, ctxt)
+        self._rename_nodes_table('compute_nodes', 'compute_nodes_x')
+        self.addCleanup(self._rename_nodes_table, 'compute_nodes_x',
+                        'compute_nodes')
 
         rows = self._sync()
 
@@ -398,13 +393,15 @@ class SyncAggregatesTest(PrefilterTestBase):
                           self.placement_api,
                           cells_mod.load_cell_mappings())))
 
-    def _rename_back(self, ctxt):
+    def _rename_nodes_table(self, old, new):
+        """Rename a table of cell3's database (a real read failure)."""
+        ctxt = nova_context.get_admin_context()
         with nova_context.target_cell(ctxt,
                                       self.cell_mappings['cell3']) as cctxt:
             engine = main_db_api.get_engine(context=cctxt)
             with engine.begin() as connection:
                 connection.exec_driver_sql(
-                    'ALTER TABLE compute_nodes_x RENAME TO compute_nodes')
+                    'ALTER TABLE %s RENAME TO %s' % (old, new))
 
     def test_check_problems(self):
         """check names missing nodes, strays and cells with no aggregate."""
