@@ -204,6 +204,12 @@ class ProjectCellFilter(filters.BaseHostFilter):
 
     Names that match no cell mapping, or several, grant nothing: a project
     whose only cells are such names gets NoValidHost, never the defaults.
+
+    With ``[cellsched] placement_prefilter`` the same decision
+    (:func:`allowed_cells`, same policy cache) is also given to placement
+    before any host is offered, by
+    :func:`~nova_cellsched.scheduler.request_filter.require_cell_aggregates`;
+    this filter stays the check after placement.
     """
 
     # The project, the move and so the allowed cells are the same for every
