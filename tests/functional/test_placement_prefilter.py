@@ -250,9 +250,22 @@ class PlacementPrefilterTest(PrefilterTestBase):
         conf.mutate_config_files()
         self.assertEqual('cell3', self._cell_of(self._boot(MAPPED)))
 
+        # Off: placement is asked without member_of (which host it then
+        # offers depends on placement's order, so the outcome is not
+        # asserted).
         write('cell2:' + MAPPED, 'false')
         conf.mutate_config_files()
-        self.assertNoValidHost(self._boot(MAPPED, expected_state='ERROR'))
+        logged = len(self.stdlog.logger.output)
+        server = self._api_for(MAPPED).post_server({'server': (
+            self._build_server(flavor_id=base.FLAVOR_TINY,
+                               networks='none'))})
+        self._wait_for_server_parameter(
+            server, {'OS-EXT-STS:task_state': None})
+        queries = [line for line in
+                   self.stdlog.logger.output[logged:].splitlines()
+                   if 'GET /placement/allocation_candidates?' in line]
+        self.assertEqual(1, len(queries), queries)
+        self.assertNotIn('member_of', queries[0])
 
     def test_combines_with_tenant_and_az_aggregates(self):
         """Cells, nova's tenant aggregates and AZs all hold at once.
