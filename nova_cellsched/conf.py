@@ -140,6 +140,40 @@ Related options:
 * ``[cellsched] cells_projects``
 """))
 
+scheduling_opts.append(cfg.BoolOpt(
+    'placement_prefilter',
+    default=False,
+    mutable=True,
+    help="""
+Ask placement only for compute nodes in the cells a request may use.
+
+nova-scheduler asks placement for at most ``[scheduler]
+max_placement_results`` candidates and never looks at a host placement
+left out, so ``ProjectCellFilter``, which runs after placement, cannot
+help a project whose cells are a small part of the cloud: it gets
+NoValidHost while its cells have room. With this option the scheduler
+adds a ``member_of`` requirement for the aggregates of the allowed cells
+(aggregate uuid = cell mapping uuid) to the placement query, with the
+same rules as ``ProjectCellFilter``. The aggregates are kept by
+``nova-cellsched sync-aggregates``: a compute node added after the last
+sync is invisible to restricted requests until the next one.
+
+The pre-filter is registered when nova-scheduler loads
+``nova_cellsched.filters.ProjectCellFilter``. Read on every request: a
+SIGHUP applies a new value.
+
+Possible values:
+
+* False (default): placement is asked as without the plugin.
+* True: restricted requests ask placement for their cells' aggregates.
+
+Related options:
+
+* ``[cellsched] cells_default``
+* ``[cellsched] cells_projects``
+* ``[scheduler] max_placement_results``
+"""))
+
 listing_opts = [
     cfg.FloatOpt(
         'list_cell_timeout',

@@ -20,6 +20,7 @@ message says what was expected, what was got and how to fix it::
      |    +-- InvalidCellsMapping     [cellsched] cells_default/projects
      +-- InvalidListRequest      a listing argument is not acceptable
      +-- ApiDatabaseUnreachable  the nova API database did not answer
+     +-- PlacementUnreachable    the placement API did not answer
      +-- CellsFailed             a strict listing lost one or more cells
 
 ``exit_code`` is the ``nova-cellsched`` exit status for the error (see
@@ -120,3 +121,21 @@ class CellsFailed(CellschedError):
             % (len(self.failures),
                '; '.join('%s: %s' % kv for kv in sorted(
                    self.failures.items()))))
+
+
+class PlacementUnreachable(CellschedError):
+    """The placement API could not be reached through ``[placement]``.
+
+    :ivar cause: the keystoneauth exception (also ``__cause__``).
+    """
+
+    exit_code = 3
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        reason = (str(cause).strip().splitlines() or [''])[0]
+        super().__init__(
+            'cannot reach the placement API: %s: %s; check the [placement] '
+            'options (auth_url, credentials, region_name, valid_interfaces) '
+            'in the nova.conf given with --config-file and that placement '
+            'is running' % (type(cause).__name__, reason))

@@ -21,6 +21,8 @@ Commands::
     nova-cellsched --config-file /etc/nova/nova.conf check
     nova-cellsched --config-file /etc/nova/nova.conf explain --project P
     nova-cellsched --config-file /etc/nova/nova.conf list [options]
+    nova-cellsched --config-file /etc/nova/nova.conf sync-aggregates \
+        [--dry-run] [--cell NAME_OR_UUID]
     nova-cellsched demo [--cells 10] [--instances 10000] [--dir DIR]
 
 Output is a table by default; ``-f json``, ``-f csv``, ``-f value`` and
@@ -31,12 +33,15 @@ Exit codes:
 =====  ==============================================================
 0      success; ``check`` found nothing to fix
 1      ``check`` found problems (unknown or ambiguous cell names,
-       projects without a usable cell, ...); ``list`` is incomplete
+       projects without a usable cell, cell aggregates out of sync,
+       ...); ``sync-aggregates`` failed for some cells or providers
+       (listed); ``list`` is incomplete
        (cells failed or timed out: the rest is printed, or nothing in
        strict mode); other unexpected errors
 2      bad configuration (malformed ``[cellsched]`` options, no
        ``[api_database] connection``) or bad command line input
-3      the nova API database cannot be reached
+3      the nova API database cannot be reached (``sync-aggregates``:
+       or the placement API)
 =====  ==============================================================
 
 Database passwords never appear in the output: every connection URL is
@@ -56,6 +61,7 @@ from cliff import command
 from cliff import commandmanager
 from cliff import lister
 
+from nova_cellsched.cmd import aggregates_cmd
 from nova_cellsched.cmd.base import CellschedCommandMixin
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
@@ -137,6 +143,9 @@ class Check(CellschedCommandMixin, lister.Lister):
                          cells.mask_url(cm.database_connection),
                          '; '.join(problems_by_cell.get(cm.uuid, []))))
         self._problems = len(policy.problems)
+        from nova_cellsched.cmd import nova_setup
+        self._problems += aggregates_cmd.check_aggregates(
+            nova_setup.conf(), cell_mappings, self.app.stderr)
         return CHECK_COLUMNS, rows + ref_rows
 
     def run(self, parsed_args: argparse.Namespace) -> int:
@@ -169,6 +178,9 @@ class Explain(CellschedCommandMixin, lister.Lister):
             self.app.stderr.write(
                 'project %s may use no cell: its new servers fail with '
                 'NoValidHost\n' % project)
+        from nova_cellsched.cmd import nova_setup
+        aggregates_cmd.explain_aggregates(nova_setup.conf(), allowed,
+                                          self.app.stderr)
         return EXPLAIN_COLUMNS, rows
 
 
@@ -271,6 +283,7 @@ COMMANDS: dict[str, type[command.Command]] = {
     'explain': Explain,
     'list': list_cmd.ListInstances,
     'demo': list_cmd.Demo,
+    'sync-aggregates': aggregates_cmd.SyncAggregates,
 }
 
 

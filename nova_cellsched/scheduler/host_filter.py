@@ -20,6 +20,7 @@ Enable it in nova.conf of nova-scheduler::
     enabled_filters = ComputeFilter,...,ProjectCellFilter
 """
 
+from collections.abc import Iterable
 from typing import Any
 
 import nova.conf
@@ -130,6 +131,57 @@ def pinned_cell(spec_obj: Any) -> str | None:
     return str(dest.cell.uuid)
 
 
+def _new_cache() -> policy_cache.PolicyCache:
+    return policy_cache.PolicyCache(
+        _read_options, cell_infos.load_cell_infos,
+        max_age=lambda: CONF[conf.GROUP_NAME].cell_cache_ttl)
+
+
+#: The policy cache of the ProjectCellFilter built last (the scheduler's),
+#: shared with the placement pre-filter; see :func:`shared_cache`.
+_shared_cache: policy_cache.PolicyCache | None = None
+
+
+def shared_cache() -> policy_cache.PolicyCache:
+    """The policy cache of the running filter, made on first use if none.
+
+    The pre-filter and the host filter of one scheduler decide with the
+    same cache, so they agree on the options and cells in force.
+
+    :raises InvalidCellsMapping: no filter was built yet and the options
+        do not parse.
+    """
+    global _shared_cache
+    if _shared_cache is None:
+        _shared_cache = _new_cache()
+    return _shared_cache
+
+
+def allowed_cells(cache: policy_cache.PolicyCache, spec_obj: Any,
+                  seen_cells: Iterable[str] = ()) -> frozenset[str] | None:
+    """Cell uuids a request may be placed in; None when unrestricted.
+
+    The one decision of the host filter and the placement pre-filter (see
+    the table of :class:`ProjectCellFilter`): the pinned cell of a
+    same-cell move, else the project's cells, else the default cells.
+    Rebuilds are the caller's business.
+
+    :param seen_cells: cell uuids of candidate hosts; one the cache does
+        not know (a new cell) makes it reload the cell mappings first.
+    """
+    policy = cache.current()
+    if not policy.restricted:
+        return None
+    cell = pinned_cell(spec_obj)
+    if cell is not None:
+        return frozenset([cell])
+    if any(uuid not in policy.cells for uuid in seen_cells):
+        # A cell created since the cache was filled; maybe one the
+        # options name.
+        policy = cache.refresh_cells()
+    return policy.allowed_cells(spec_obj.project_id)
+
+
 class ProjectCellFilter(filters.BaseHostFilter):
     """Send new servers only to the cells allowed for their project.
 
@@ -152,6 +204,12 @@ class ProjectCellFilter(filters.BaseHostFilter):
 
     Names that match no cell mapping, or several, grant nothing: a project
     whose only cells are such names gets NoValidHost, never the defaults.
+
+    With ``[cellsched] placement_prefilter`` the same decision
+    (:func:`allowed_cells`, same policy cache) is also given to placement
+    before any host is offered, by
+    :func:`~nova_cellsched.scheduler.request_filter.require_cell_aggregates`;
+    this filter stays the check after placement.
     """
 
     # The project, the move and so the allowed cells are the same for every
@@ -165,25 +223,16 @@ class ProjectCellFilter(filters.BaseHostFilter):
         super().__init__()
         # oslo.config keeps hooks in a set: registering again is a no-op.
         CONF.register_mutate_hook(_after_reload)
+        global _shared_cache
         # Fails here, so the scheduler does not start, on a malformed value.
-        self._cache = policy_cache.PolicyCache(
-            _read_options, cell_infos.load_cell_infos,
-            max_age=lambda: CONF[conf.GROUP_NAME].cell_cache_ttl)
+        self._cache = _new_cache()
+        # The placement pre-filter decides with this filter's policy.
+        _shared_cache = self._cache
 
     def _allowed_cells(self, spec_obj: Any,
                        hosts: list[Any]) -> frozenset[str] | None:
-        policy = self._cache.current()
-        if not policy.restricted:
-            return None
-        cell = pinned_cell(spec_obj)
-        if cell is not None:
-            return frozenset([cell])
-        if any(
-                h.cell_uuid not in policy.cells for h in hosts):
-            # A cell created since the cache was filled; maybe one the
-            # options name.
-            policy = self._cache.refresh_cells()
-        return policy.allowed_cells(spec_obj.project_id)
+        return allowed_cells(self._cache, spec_obj,
+                             {h.cell_uuid for h in hosts})
 
     def filter_all(self, filter_obj_list: Any, spec_obj: Any) -> list[Any]:
         """Return the hosts in the cells the request may use."""
@@ -221,3 +270,13 @@ class ProjectCellFilter(filters.BaseHostFilter):
         host, for callers that filter host by host.
         """
         return bool(self.filter_all([host_state], spec_obj))
+
+
+def _register_prefilter() -> None:
+    # Nova has no entry point for request filters; the scheduler imports
+    # this module when it loads ProjectCellFilter (available_filters).
+    from nova_cellsched.scheduler import request_filter
+    request_filter.register()
+
+
+_register_prefilter()

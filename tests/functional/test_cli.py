@@ -237,7 +237,11 @@ class CheckExplainCliTest(CliTestCase):
         self.assertIn('dedicated to other projects', got['cell2'][1])
         self.assertIn('named in neither cells_default nor cells_projects',
                       got['cell3'][1])
-        self.assertEqual('', unmapped.err)
+        # Only the placement pre-filter's line, no problem.
+        self.assertEqual('placement pre-filter off ([cellsched] '
+                         'placement_prefilter): new servers require '
+                         'member_of=in:%s\n' % self.world.uuid_of('cell1'),
+                         unmapped.err)
 
     def test_problems_down_cell_and_masked_passwords(self):
         """Unknown and ambiguous names exit 1; a password is never shown.

@@ -64,12 +64,20 @@ FLAVOR_SMALL = '2'  # m1.small: 1 vcpu, 2048 MB, 20 GB
 HOSTS = {'host1': 'cell1', 'host2': 'cell2', 'host3': 'cell3'}
 
 
-class ProjectCellFilterMultiCellTest(
+class MultiCellTestBase(
         test.TestCase, integrated_helpers.PlacementInstanceHelperMixin):
-    """ProjectCellFilter in a real three-cell nova deployment."""
+    """A real multi-cell nova with ProjectCellFilter enabled; no tests.
+
+    :attr:`HOSTS` (host -> cell name) are started in order;
+    :meth:`_before_services` sets what the services read at start.
+    """
 
     NUMBER_OF_CELLS = 3
+    HOSTS = HOSTS
     microversion = 'latest'
+
+    def _before_services(self):
+        """Set flags the scheduler reads at start (hook for subclasses)."""
 
     def setUp(self):
         super().setUp()
@@ -104,10 +112,11 @@ class ProjectCellFilterMultiCellTest(
         # and flavors: the admin may do all of them for any project.
         self.api = self.admin_api
 
+        self._before_services()
         self.start_service('conductor')
         self.scheduler_service = self.start_service('scheduler')
         self.cell_filter = self._running_cell_filter()
-        for host, cell_name in HOSTS.items():
+        for host, cell_name in self.HOSTS.items():
             self._start_compute(host, cell_name=cell_name)
 
         self._project_apis = {}
@@ -166,7 +175,10 @@ class ProjectCellFilterMultiCellTest(
         self.assertIn('No valid host', server['fault']['message'])
         self.assertIsNone(server['OS-EXT-SRV-ATTR:host'])
 
-    # Tests
+
+
+class ProjectCellFilterMultiCellTest(MultiCellTestBase):
+    """ProjectCellFilter in a real three-cell nova deployment."""
 
     def test_mapped_project_lands_only_in_its_cell(self):
         """A project named in cells_projects for cell2 gets cell2 only.

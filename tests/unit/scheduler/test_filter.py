@@ -22,9 +22,12 @@ The cell mappings are real rows of nova's in-memory API database
 # which must happen before the rest of nova (and oslo) is imported.
 from nova.tests.unit.scheduler import fakes  # isort: skip
 
+import fixtures
 from nova import context as nova_context
+from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import filters as nova_filters
+from nova.scheduler import request_filter as nova_request_filter
 from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 import testscenarios
@@ -33,6 +36,7 @@ from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import policy_cache
+from nova_cellsched.scheduler import request_filter
 
 # Keystone style project ids.
 PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
@@ -230,6 +234,128 @@ class DecisionTableTestCase(testscenarios.WithScenarios, FilterTestBase):
         passed = handler.get_filtered_objects(
             [filters.ProjectCellFilter()], hosts, spec, index=0)
         self.assertEqual(set(self.expected), self._cells_of(passed or []))
+
+    def test_prefilter_requires_the_cells_the_filter_passes(self):
+        """The placement pre-filter and the filter share one truth table.
+
+        The filter is offered a host in every cell: the pre-filter adds
+        nothing when every cell passes (inert, rebuild), fails the request
+        when none does, and otherwise requires exactly the aggregates of
+        the cells that pass.
+        """
+        self._set_options(self.default, self.projects)
+        self.flags(placement_prefilter=True, group='cellsched')
+        filt = filters.ProjectCellFilter()
+        passed = self._cells_of(filt.filter_all(
+            self._hosts(CELLS, per_cell=1),
+            self._spec(self.project, self.dest, self.cell, self.rebuild)))
+        spec = self._spec(self.project, self.dest, self.cell, self.rebuild)
+
+        if not passed:
+            self.assertRaises(nova_exception.RequestFilterFailed,
+                              request_filter.require_cell_aggregates,
+                              self.ctxt, spec)
+            return
+        applied = request_filter.require_cell_aggregates(self.ctxt, spec)
+
+        dest = spec.requested_destination if (
+            'requested_destination' in spec) else None
+        aggregates = dest.aggregates if dest is not None and (
+            'aggregates' in dest) else None
+        if passed == ALL:
+            self.assertFalse(applied)
+            self.assertIsNone(aggregates)
+        else:
+            self.assertTrue(applied)
+            self.assertEqual([','.join(sorted(self._uuid(c)
+                                              for c in passed))],
+                             aggregates)
+
+
+class PrefilterTestCase(FilterTestBase):
+    """The placement pre-filter's option, log lines and registration."""
+
+    def setUp(self):
+        super().setUp()
+        self._set_options(STD_DEFAULT, STD_PROJECTS)
+        self.filt = filters.ProjectCellFilter()
+
+    def test_option_off_adds_nothing(self):
+        """The option defaults to off, and is read on every request."""
+        spec = self._spec(PROJ_A)
+        self.assertFalse(request_filter.require_cell_aggregates(
+            self.ctxt, spec))
+        self.assertNotIn('requested_destination', spec)
+        self.flags(placement_prefilter=True, group='cellsched')
+        self.assertTrue(request_filter.require_cell_aggregates(
+            self.ctxt, spec))
+        self.assertEqual([self._uuid('dedicated_a')],
+                         spec.requested_destination.aggregates)
+
+    def test_adds_to_aggregates_other_filters_required(self):
+        """Nova's own filters' aggregates stay: the sets are AND'ed."""
+        self.flags(placement_prefilter=True, group='cellsched')
+        spec = self._spec(UNMAPPED)
+        spec.requested_destination = objects.Destination()
+        spec.requested_destination.require_aggregates([uuids.tenant_agg])
+        request_filter.require_cell_aggregates(self.ctxt, spec)
+        self.assertEqual(
+            [uuids.tenant_agg, ','.join(sorted(
+                [self._uuid('default1'), self._uuid('default2')]))],
+            spec.requested_destination.aggregates)
+
+    def test_no_cell_fails_with_log_line_naming_project_and_options(self):
+        self.flags(placement_prefilter=True, group='cellsched')
+        self._set_options(['default1'], 'nope:%s' % PROJ_A)
+        exc = self.assertRaises(nova_exception.RequestFilterFailed,
+                                request_filter.require_cell_aggregates,
+                                self.ctxt, self._spec(PROJ_A))
+        self.assertIn(PROJ_A, str(exc))
+        lines = self._log_lines('WARNING', 'may use no cell')
+        self.assertEqual(1, len(lines), self.stdlog.logger.output)
+        self.assertIn(PROJ_A, lines[0])
+        self.assertIn("cells_projects='nope:%s'" % PROJ_A, lines[0])
+        self.assertIn("cells_default='default1'", lines[0])
+
+    def test_shares_the_filter_policy_cache(self):
+        """Both decide with the cache of the filter the scheduler built."""
+        self.assertIs(self.filt._cache, filters.shared_cache())
+        other = filters.ProjectCellFilter()
+        self.assertIs(other._cache, filters.shared_cache())
+
+    def test_registered_once_even_after_reload(self):
+        """Registering again, or from a reloaded module, keeps one entry.
+
+        A reload makes a new function object with the same module and
+        name; it replaces the stale one in place.
+        """
+        def stale(ctxt, spec):
+            return False
+        stale.__module__ = request_filter.__name__
+        stale.__name__ = 'require_cell_aggregates'
+        first = nova_request_filter.ALL_REQUEST_FILTERS[0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
+            [first, stale]))
+        for _ in range(3):
+            self.assertTrue(request_filter.register())
+        self.assertEqual([first, request_filter.require_cell_aggregates],
+                         nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def test_import_of_the_filter_module_registered_it(self):
+        registered = [f for f in nova_request_filter.ALL_REQUEST_FILTERS
+                      if f.__name__ == 'require_cell_aggregates']
+        self.assertEqual([request_filter.require_cell_aggregates],
+                         registered)
+
+    def test_not_a_list_is_a_warning_not_an_error(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
+            (lambda ctxt, spec: False,)))
+        self.assertFalse(request_filter.register())
+        self.assertEqual(1, len(self._log_lines(
+            'WARNING', 'pre-filter is not registered')))
+        self.assertEqual(1, len(nova_request_filter.ALL_REQUEST_FILTERS))
 
 
 class ProjectCellFilterTestCase(FilterTestBase):

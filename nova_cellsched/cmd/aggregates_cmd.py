@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-cellsched sync-aggregates``, and the placement parts of
+``check`` and ``explain``."""
+
+import argparse
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from cliff import lister
+
+from nova_cellsched.cmd.base import CellschedCommandMixin
+from nova_cellsched import exception
+from nova_cellsched.scheduler import policy as policy_mod
+
+SYNC_COLUMNS = ('Cell', 'Aggregate', 'Provider', 'Action', 'Result')
+
+
+def placement_configured(conf: Any) -> str | None:
+    """None when ``[placement]`` names an auth plugin, else why not."""
+    try:
+        auth_type = conf.placement.auth_type
+    except Exception:  # noqa: BLE001 - options not registered: no nova
+        auth_type = None
+    if not auth_type:
+        return ('[placement] auth_type is not set in nova.conf, so the cell '
+                'aggregates in placement were not checked')
+    return None
+
+
+def select_cells(cell_mappings: Sequence[Any], ref: str | None) -> list[Any]:
+    """The cell mappings a sync covers: all but cell0, or the one *ref*.
+
+    :raises InvalidListRequest: *ref* names no cell, several, or cell0.
+    """
+    cells = [cm for cm in cell_mappings if cm.uuid != policy_mod.CELL0_UUID]
+    if ref is None:
+        return cells
+    found = [cm for cm in cells if ref in (cm.uuid, cm.name)]
+    if len(found) != 1:
+        names = ', '.join(sorted('%s (%s)' % (cm.name, cm.uuid)
+                                 for cm in cells))
+        raise exception.InvalidListRequest(
+            '--cell', ref, 'the name or uuid of exactly one cell other '
+            'than cell0 (%s); %s' % (
+                names, 'several cells have this name, give the uuid'
+                if found else 'none matches'))
+    return found
+
+
+class SyncAggregates(CellschedCommandMixin, lister.Lister):
+    """Keep one placement aggregate per cell, holding its compute nodes.
+
+    For every cell but cell0 the aggregate whose uuid is the cell
+    mapping's uuid gets the resource providers of the cell's compute
+    nodes, and loses providers that are not compute nodes of the cell any
+    more. Other aggregates of a provider are kept. Lists what changed;
+    nothing to do prints an empty table. A cell whose database cannot be
+    read is listed as a failure (exit 1) and its aggregate left as it is.
+    """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--dry-run', action='store_true',
+                            help='List the changes without making them.')
+        parser.add_argument('--cell', metavar='NAME_OR_UUID',
+                            help='Only this cell\'s aggregate.')
+        return parser
+
+    def take_action(self, parsed_args: argparse.Namespace
+                    ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        from nova_cellsched.cmd import nova_setup
+        from nova_cellsched.scheduler import aggregate_sync
+
+        cells = select_cells(nova_setup.cell_mappings(), parsed_args.cell)
+        placement = aggregate_sync.Placement()
+        rows = aggregate_sync.sync(placement, cells,
+                                   dry_run=parsed_args.dry_run)
+        self._failures = [row for row in rows if row.failed]
+        for row in self._failures:
+            self.app.stderr.write('%s (cell %s%s)\n' % (
+                row.result, row.cell,
+                ', provider %s' % row.provider if row.provider else ''))
+        return SYNC_COLUMNS, [(r.cell, r.aggregate, r.provider, r.action,
+                               r.result) for r in rows]
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        self._failures = []
+        result = super().run(parsed_args)
+        return result or (1 if self._failures else 0)
+
+
+def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
+                     stderr: Any) -> int:
+    """Write ``check``'s lines about the cell aggregates; count problems.
+
+    Placement not configured or unreachable is a note, or a problem when
+    ``[cellsched] placement_prefilter`` is on.
+    """
+    from nova_cellsched.scheduler import aggregate_sync
+
+    prefilter = bool(conf.cellsched.placement_prefilter)
+    why_not = placement_configured(conf)
+    found: list[str] = []
+    if why_not is None:
+        try:
+            found = aggregate_sync.problems(
+                aggregate_sync.Placement(),
+                select_cells(cell_mappings, None))
+        except exception.CellschedError as exc:
+            why_not = 'the cell aggregates were not checked: %s' % exc
+    if why_not is not None:
+        if prefilter:
+            found = ['[cellsched] placement_prefilter is on but %s'
+                     % why_not]
+        else:
+            stderr.write('note: %s\n' % why_not)
+    for line in found:
+        stderr.write('problem: %s\n' % line)
+    return len(found)
+
+
+def explain_aggregates(conf: Any, allowed: frozenset[str] | None,
+                       stderr: Any) -> None:
+    """Write the aggregates the pre-filter requires for a project."""
+    state = 'on' if conf.cellsched.placement_prefilter else \
+        'off ([cellsched] placement_prefilter)'
+    if allowed is None:
+        stderr.write('placement pre-filter %s: requires no aggregate (the '
+                     'mapping is empty)\n' % state)
+    elif allowed:
+        stderr.write('placement pre-filter %s: new servers require '
+                     'member_of=in:%s\n' % (state, ','.join(sorted(allowed))))
+    else:
+        stderr.write('placement pre-filter %s: fails the request before '
+                     'asking placement\n' % state)

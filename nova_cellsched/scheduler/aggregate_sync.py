@@ -1,0 +1,252 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Nova adapter: keep the cell aggregates of placement in sync.
+
+Reads each cell's compute nodes (``target_cell`` +
+``ComputeNodeList.get_all``) and the members of each cell aggregate
+(``GET /resource_providers?member_of=``) and applies
+:func:`~.aggregates.diff` through nova's placement report client, one
+provider at a time: read its aggregates and generation, write them back
+changed only in cell aggregates, read again and retry on a generation
+conflict. Used by ``nova-cellsched sync-aggregates`` and ``check``.
+"""
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from keystoneauth1 import exceptions as ks_exc
+from nova import context as nova_context
+from nova import objects
+from nova.scheduler.client import report
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from nova_cellsched import exception
+from nova_cellsched.scheduler import aggregates
+from nova_cellsched.scheduler.policy import CELL0_UUID
+
+LOG = logging.getLogger(__name__)
+
+#: Placement microversion: aggregates with generations (1.19).
+VERSION = report.AGGREGATE_GENERATION_VERSION
+#: Errors that mean "this cell database did not answer".
+CELL_DB_ERRORS: tuple[type[BaseException], ...] = (
+    db_exc.DBError, sa_exc.SQLAlchemyError, OSError)
+#: Writes tried per provider before it is reported as failed.
+ATTEMPTS = 5
+
+#: Results of a change; anything else in :attr:`SyncRow.result` is an error.
+DONE = 'done'
+DRY_RUN = 'dry run'
+SKIPPED = 'skipped'
+
+
+def _call(fn: Callable[[], Any]) -> Any:
+    """Run a placement request; map keystoneauth errors to ours."""
+    try:
+        return fn()
+    except (ks_exc.MissingAuthPlugin, ks_exc.Unauthorized,
+            ks_exc.EndpointNotFound) as exc:
+        raise exception.InvalidConfig(
+            'placement: %s: %s; fix the [placement] options (auth_type, '
+            'auth_url, credentials, region_name, valid_interfaces) in '
+            'nova.conf' % (type(exc).__name__, exc)) from exc
+    except ks_exc.ClientException as exc:
+        raise exception.PlacementUnreachable(exc) from exc
+
+
+class PlacementError(exception.CellschedError):
+    """Placement answered a request with an unexpected status."""
+
+    exit_code = 1
+
+
+class Placement:
+    """The few placement calls a sync needs, through nova's report client.
+
+    :param client: a ``SchedulerReportClient``; one is built from the
+        ``[placement]`` options of nova.conf when None.
+    :raises InvalidConfig, PlacementUnreachable: no client can be built.
+    """
+
+    def __init__(self, client: Any = None) -> None:
+        self.client = client if client is not None else _call(
+            report.SchedulerReportClient)
+        self.context = nova_context.get_admin_context()
+
+    def _request(self, method: str, url: str, body: Any = None,
+                 accept: tuple[int, ...] = ()) -> Any:
+        """One placement request at :data:`VERSION`.
+
+        :returns: the response, when its status is 200 or in *accept*.
+        :raises PlacementError: any other status.
+        """
+        args = (url,) if body is None else (url, body)
+        resp = _call(lambda: getattr(self.client, method)(
+            *args, version=VERSION,
+            global_request_id=self.context.global_id))
+        if resp.status_code != 200 and resp.status_code not in accept:
+            raise PlacementError('%s %s: %s %s' % (
+                method.upper(), url, resp.status_code, resp.text))
+        return resp
+
+    def members(self, aggregate: str) -> frozenset[str]:
+        """Providers in *aggregate* (empty if it has no member)."""
+        resp = self._request('get', '/resource_providers?member_of=%s'
+                             % aggregate)
+        return frozenset(rp['uuid']
+                         for rp in resp.json()['resource_providers'])
+
+    def aggregates_of(self, provider: str
+                      ) -> tuple[frozenset[str], int] | None:
+        """(aggregates, generation) of *provider*; None if it is unknown."""
+        resp = self._request('get', '/resource_providers/%s/aggregates'
+                             % provider, accept=(404,))
+        if resp.status_code == 404:
+            return None
+        data = resp.json()
+        return (frozenset(data['aggregates']),
+                data['resource_provider_generation'])
+
+    def set_aggregates(self, provider: str, aggs: Iterable[str],
+                       generation: int) -> bool:
+        """Write *provider*'s aggregates; False on a generation conflict."""
+        resp = self._request(
+            'put', '/resource_providers/%s/aggregates' % provider,
+            {'aggregates': sorted(aggs),
+             'resource_provider_generation': generation}, accept=(409,))
+        return resp.status_code != 409
+
+    def apply(self, update: aggregates.ProviderUpdate) -> str:
+        """Apply *update*, retrying on conflicts; return the result text."""
+        for _attempt in range(ATTEMPTS):
+            found = self.aggregates_of(update.provider)
+            if found is None:
+                return ('failed: no resource provider %s in placement (has '
+                        'its nova-compute reported yet?)' % update.provider)
+            present, generation = found
+            wanted = aggregates.updated(present, update)
+            if wanted == present:
+                return DONE
+            if self.set_aggregates(update.provider, wanted, generation):
+                return DONE
+            LOG.debug('Generation conflict on provider %s, retrying',
+                      update.provider)
+        return ('failed: provider %s changed %d times while it was written '
+                '(generation conflicts); run again' % (update.provider,
+                                                       ATTEMPTS))
+
+
+def read_nodes(cell_mapping: Any) -> frozenset[str]:
+    """Compute node uuids of one cell; raises one of CELL_DB_ERRORS."""
+    ctxt = nova_context.get_admin_context()
+    with nova_context.target_cell(ctxt, cell_mapping) as cctxt:
+        return frozenset(str(node.uuid) for node in
+                         objects.ComputeNodeList.get_all(cctxt))
+
+
+@dataclasses.dataclass(frozen=True)
+class SyncRow:
+    """One line of ``sync-aggregates`` output."""
+
+    cell: str
+    aggregate: str
+    provider: str
+    action: str
+    result: str
+
+    @property
+    def failed(self) -> bool:
+        return self.result not in (DONE, DRY_RUN)
+
+
+@dataclasses.dataclass(frozen=True)
+class CellsRead:
+    """Compute nodes and aggregate members of the cells looked at."""
+
+    nodes: Mapping[str, frozenset[str]]
+    members: Mapping[str, frozenset[str]]
+    unreadable: Mapping[str, str]
+    labels: Mapping[str, str]
+
+
+def read_cells(placement: Placement, cell_mappings: Iterable[Any],
+               nodes_of: Callable[[Any], frozenset[str]] = read_nodes
+               ) -> CellsRead:
+    """Read every cell but cell0: nodes from its database, members from
+    placement. A cell whose database fails is in ``unreadable`` only.
+    """
+    nodes: dict[str, frozenset[str]] = {}
+    members: dict[str, frozenset[str]] = {}
+    unreadable: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    for cm in cell_mappings:
+        if cm.uuid == CELL0_UUID:
+            continue
+        labels[cm.uuid] = '%s (%s)' % (cm.name, cm.uuid) if cm.name \
+            else cm.uuid
+        members[cm.uuid] = placement.members(cm.uuid)
+        try:
+            nodes[cm.uuid] = nodes_of(cm)
+        except CELL_DB_ERRORS as exc:
+            reason = (str(getattr(exc, 'orig', None) or exc).strip()
+                      .splitlines() or [''])[0]
+            unreadable[cm.uuid] = '%s: %s' % (type(exc).__name__, reason)
+            LOG.warning('Cannot read the compute nodes of cell %s, its '
+                        'aggregate is left as it is: %s', labels[cm.uuid],
+                        unreadable[cm.uuid])
+    return CellsRead(nodes, members, unreadable, labels)
+
+
+def sync(placement: Placement, cell_mappings: Iterable[Any],
+         dry_run: bool = False,
+         nodes_of: Callable[[Any], frozenset[str]] = read_nodes
+         ) -> list[SyncRow]:
+    """Make each cell aggregate hold exactly its cell's compute nodes.
+
+    :returns: one row per change (and per unreadable cell), in cell and
+        provider order; a row whose :attr:`SyncRow.failed` is true is a
+        failure.
+    """
+    state = read_cells(placement, cell_mappings, nodes_of)
+    rows = [SyncRow(state.labels[cell], cell, '', 'skip cell',
+                    'failed: cannot read the cell database (%s); nothing '
+                    'changed in its aggregate' % reason)
+            for cell, reason in sorted(state.unreadable.items())]
+    changes = aggregates.diff(state.nodes, state.members)
+    results: dict[str, str] = {}
+    if not dry_run:
+        for update in aggregates.per_provider(changes):
+            try:
+                results[update.provider] = placement.apply(update)
+            except PlacementError as exc:
+                results[update.provider] = 'failed: %s' % exc
+    for change in changes:
+        rows.append(SyncRow(state.labels[change.cell], change.cell,
+                            change.provider, change.action.value,
+                            DRY_RUN if dry_run else results[change.provider]))
+    return rows
+
+
+def problems(placement: Placement, cell_mappings: Iterable[Any]) -> list[str]:
+    """``check``'s lines about the cell aggregates (see
+    :func:`.aggregates.problems`), unreadable cells included.
+    """
+    state = read_cells(placement, cell_mappings)
+    found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
+             'is not checked' % (state.labels[cell], reason)
+             for cell, reason in sorted(state.unreadable.items())]
+    return found + aggregates.problems(state.nodes, state.members,
+                                       state.labels)

@@ -1,0 +1,140 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One placement aggregate per cell: what to change, and what is wrong.
+
+Pure Python, no nova import. The aggregate of a cell has the cell
+mapping's uuid and should hold exactly the resource providers of the
+cell's compute nodes (``compute_nodes.uuid``). :func:`diff` compares what
+each cell's database says with the aggregate members placement has;
+:func:`per_provider` groups the changes into one aggregate update per
+provider, and :func:`updated` computes that update without touching any
+aggregate that is not a cell's.
+"""
+
+import dataclasses
+import enum
+from collections.abc import Iterable, Mapping, Set
+
+
+class Action(enum.Enum):
+    """What a sync does to one provider in one cell aggregate."""
+
+    ADD = 'add'
+    REMOVE = 'remove'
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Change:
+    """Add *provider* to, or remove it from, the aggregate of *cell*.
+
+    :ivar cell: cell mapping uuid, which is the aggregate uuid.
+    :ivar provider: resource provider uuid (compute node uuid).
+    """
+
+    cell: str
+    provider: str
+    action: Action = dataclasses.field(compare=False)
+
+
+def diff(nodes: Mapping[str, Set[str]],
+         members: Mapping[str, Set[str]]) -> list[Change]:
+    """Changes that make each cell aggregate hold exactly its cell's nodes.
+
+    :param nodes: cell uuid -> compute node uuids, for the cells that were
+        read; a cell that could not be read must be left out (it is then
+        not changed at all, never emptied).
+    :param members: cell uuid -> providers in the aggregate of that cell
+        now; a cell missing here has no aggregate yet.
+    :returns: the changes, sorted by cell and provider.
+    """
+    changes: list[Change] = []
+    for cell, wanted in nodes.items():
+        present = members.get(cell, frozenset())
+        changes.extend(Change(cell, p, Action.ADD) for p in wanted - present)
+        changes.extend(Change(cell, p, Action.REMOVE)
+                       for p in present - wanted)
+    return sorted(changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderUpdate:
+    """The cell aggregates one provider joins and leaves."""
+
+    provider: str
+    add: frozenset[str]
+    remove: frozenset[str]
+
+
+def per_provider(changes: Iterable[Change]) -> list[ProviderUpdate]:
+    """Group *changes* into one update per provider, sorted by provider."""
+    adds: dict[str, set[str]] = {}
+    removes: dict[str, set[str]] = {}
+    for change in changes:
+        target = adds if change.action is Action.ADD else removes
+        target.setdefault(change.provider, set()).add(change.cell)
+        adds.setdefault(change.provider, set())
+        removes.setdefault(change.provider, set())
+    return [ProviderUpdate(p, frozenset(adds[p]), frozenset(removes[p]))
+            for p in sorted(adds)]
+
+
+def updated(present: Set[str], update: ProviderUpdate) -> frozenset[str]:
+    """The provider's aggregates after *update*; others are kept as they are.
+    """
+    return (frozenset(present) - update.remove) | update.add
+
+
+def problems(nodes: Mapping[str, Set[str]],
+             members: Mapping[str, Set[str]],
+             labels: Mapping[str, str]) -> list[str]:
+    """What ``nova-cellsched check`` reports about the cell aggregates.
+
+    :param nodes: cell uuid -> compute node uuids, for the cells read.
+    :param members: cell uuid -> providers in that cell's aggregate; only
+        the aggregates of the cells in *nodes* are checked.
+    :param labels: cell uuid -> ``name (uuid)`` for the messages.
+    :returns: one line per problem: a cell with nodes but no aggregate,
+        a node missing from its cell's aggregate, a provider in the
+        aggregate of a cell it is not a compute node of.
+    """
+    cell_of = {node: cell for cell, found in nodes.items() for node in found}
+    found: list[str] = []
+    fix = '; run "nova-cellsched sync-aggregates"'
+    for cell in sorted(nodes):
+        label = labels.get(cell, cell)
+        present = members.get(cell, frozenset())
+        if nodes[cell] and not present:
+            found.append('cell %s has %d compute node(s) but no placement '
+                         'aggregate %s, so the placement pre-filter finds '
+                         'no host there%s' % (label, len(nodes[cell]), cell,
+                                              fix))
+            continue
+        for node in sorted(nodes[cell] - present):
+            found.append('compute node %s of cell %s is not in the cell\'s '
+                         'placement aggregate, so the placement pre-filter '
+                         'never offers it%s' % (node, label, fix))
+    for cell in sorted(set(members) & set(nodes)):
+        # The aggregate of a cell that was not read is not checked.
+        for provider in sorted(members[cell] - nodes[cell]):
+            home = cell_of.get(provider)
+            if home is not None:
+                found.append('resource provider %s is in the placement '
+                             'aggregate of cell %s but is a compute node of '
+                             'cell %s%s' % (provider, labels.get(cell, cell),
+                                            labels.get(home, home), fix))
+            else:
+                found.append('resource provider %s is in the placement '
+                             'aggregate of cell %s but is no compute node '
+                             'of it (deleted or moved)%s'
+                             % (provider, labels.get(cell, cell), fix))
+    return found

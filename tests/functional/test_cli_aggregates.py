@@ -1,0 +1,225 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-cellsched sync-aggregates``, ``check`` and ``explain`` against a
+real placement API, as an operator runs them.
+
+Placement runs in this test process as a real HTTP server (placement's
+WSGI app on a free port, its own in-memory database, noauth2), and the
+command runs as a subprocess with a nova.conf whose ``[placement]``
+section reaches it through keystoneauth's ``admin_token`` plugin. The
+cell databases are a SQLite CellWorld; compute nodes are rows written
+into them, with resource providers of the same uuids in placement.
+"""
+
+import threading
+import uuid as uuid_lib
+from wsgiref import simple_server
+
+from placement import deploy
+from placement.tests.functional.fixtures import placement as placement_fx
+import requests
+import sqlalchemy as sa
+
+from nova_cellsched.demo import seed
+from tests.functional import test_cli
+
+FOREIGN = 'f0f0f0f0-0000-4000-8000-000000000002'
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class SyncAggregatesCliTest(test_cli.CliTestCase):
+    """The command's output, effects and exit codes."""
+
+    WORLD_URL = 'sqlite:///replaced-by-the-fixture'
+    CELLS = [
+        ('cell0', seed.Population(instances=2, error_only=True)),
+        ('cell1', seed.Population(instances=3)),
+        ('cell2', seed.Population(instances=3)),
+    ]
+
+    def setUp(self):
+        super().setUp()
+        fixture = self.useFixture(placement_fx.PlacementFixture(
+            use_intercept=False))
+        server = simple_server.make_server(
+            '127.0.0.1', 0, deploy.loadapp(fixture.conf_fixture.conf),
+            handler_class=_QuietHandler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.endpoint = 'http://127.0.0.1:%d' % server.server_port
+        # The seeded cells have compute nodes already: give them
+        # providers, and add one more node each.
+        self.nodes = {}
+        for name in ('cell1', 'cell2'):
+            self.nodes[name] = self._seeded_nodes(name)
+            for node in self.nodes[name]:
+                self._placement('POST', '/resource_providers',
+                                {'uuid': node, 'name': node})
+            self.nodes[name].append(self._add_node(name))
+        self.conf = self._conf(self.endpoint)
+
+    def _conf(self, endpoint, prefilter=False):
+        return test_cli.write_conf(
+            self.tmp, 'nova.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1',
+            extra='placement_prefilter = %s\n[placement]\n'
+                  'auth_type = admin_token\nendpoint = %s\ntoken = admin\n'
+                  % (prefilter, endpoint))
+
+    def _placement(self, method, path, body=None):
+        resp = requests.request(
+            method, self.endpoint + path, json=body, timeout=30,
+            headers={'x-auth-token': 'admin',
+                     'openstack-api-version': 'placement 1.19'})
+        self.assertLess(resp.status_code, 300, resp.text)
+        return resp.json() if resp.text else None
+
+    def _nodes_table(self, cell):
+        engine = sa.create_engine(self.world.url_of(cell))
+        self.addCleanup(engine.dispose)
+        return engine, sa.Table('compute_nodes', sa.MetaData(),
+                                autoload_with=engine)
+
+    def _seeded_nodes(self, cell):
+        engine, table = self._nodes_table(cell)
+        with engine.connect() as conn:
+            return [row[0] for row in conn.execute(
+                sa.select(table.c.uuid).where(table.c.deleted == 0))]
+
+    def _add_node(self, cell, provider=True):
+        """A compute_nodes row in *cell*, and its resource provider."""
+        node = str(uuid_lib.uuid4())
+        engine, table = self._nodes_table(cell)
+        row = {'uuid': node, 'host': node[:8],
+               'hypervisor_hostname': node[:8], 'deleted': 0}
+        for column in table.columns:
+            if (column.name not in row and not column.nullable and
+                    not column.primary_key and column.default is None):
+                row[column.name] = '' if isinstance(
+                    column.type, (sa.String, sa.Text)) else 0
+        with engine.begin() as conn:
+            conn.execute(table.insert().values(**row))
+        if provider:
+            self._placement('POST', '/resource_providers',
+                            {'uuid': node, 'name': node})
+        return node
+
+    def _members(self, cell):
+        return {rp['uuid'] for rp in self._placement(
+            'GET', '/resource_providers?member_of=%s'
+            % self.world.uuid_of(cell))['resource_providers']}
+
+    def test_sync_creates_then_nothing_to_do_json(self):
+        """Exit 0 both times; the second run lists no change."""
+        dry = self.cli('sync-aggregates', '--dry-run', '-f', 'json',
+                       conf=self.conf)
+        self.assertExit(0, dry)
+        self.assertEqual({'dry run'}, {r['Result'] for r in dry.json()})
+        self.assertEqual(set(), self._members('cell1'))
+
+        first = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+        self.assertExit(0, first)
+        self.assertEqual(
+            sorted((self.world.uuid_of(c), n, 'add', 'done')
+                   for c, nodes in self.nodes.items() for n in nodes),
+            sorted((r['Aggregate'], r['Provider'], r['Action'], r['Result'])
+                   for r in first.json()))
+        for cell, nodes in self.nodes.items():
+            self.assertEqual(set(nodes), self._members(cell))
+
+        again = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+        self.assertExit(0, again)
+        self.assertEqual([], again.json())
+
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(0, check)
+        self.assertNotIn('problem', check.err)
+
+    def test_one_cell_keeps_foreign_and_check_reports_strays(self):
+        """--cell touches only that cell; check names what is wrong."""
+        stray = self.nodes['cell2'][0]
+        self._placement('PUT', '/resource_providers/%s/aggregates' % stray,
+                        {'aggregates': [self.world.uuid_of('cell1'),
+                                        FOREIGN],
+                         'resource_provider_generation': 0})
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(1, check)
+        self.assertIn('problem: resource provider %s is in the placement '
+                      'aggregate of cell cell1' % stray, check.err)
+        self.assertIn('no placement aggregate', check.err)
+
+        done = self.cli('sync-aggregates', '--cell', 'cell1', '-f', 'json',
+                        conf=self.conf)
+        self.assertExit(0, done)
+        self.assertEqual(set(self.nodes['cell1']), self._members('cell1'))
+        self.assertEqual(set(), self._members('cell2'))
+        aggs = self._placement(
+            'GET', '/resource_providers/%s/aggregates' % stray)['aggregates']
+        self.assertEqual([FOREIGN], aggs)
+
+    def test_node_without_provider_is_a_listed_failure(self):
+        """Exit 1, the failure on stderr; the other changes are made."""
+        lost = self._add_node('cell2', provider=False)
+        run = self.cli('sync-aggregates', conf=self.conf)
+        self.assertExit(1, run)
+        self.assertIn('failed: no resource provider %s in placement' % lost,
+                      run.err)
+        self.assertEqual(1, run.err.count('failed:'), run)
+        self.assertEqual(set(self.nodes['cell2']), self._members('cell2'))
+
+    def test_explain_shows_required_aggregates(self):
+        run = self.cli('explain', '--project', 'someone', conf=self.conf)
+        self.assertExit(0, run)
+        self.assertIn('placement pre-filter off ([cellsched] '
+                      'placement_prefilter): new servers require '
+                      'member_of=in:%s' % self.world.uuid_of('cell1'),
+                      run.err)
+
+    def test_exit_codes(self):
+        """2 for a bad --cell or no [placement] auth, 3 for no placement;
+        check notes an unconfigured placement, or fails when the
+        pre-filter is on and placement does not answer.
+        """
+        unreachable = self._conf('http://127.0.0.1:1')
+        bad_cell, no_auth = self.cli_many(
+            [['sync-aggregates', '--cell', 'nosuchcell'],
+             ['sync-aggregates']],
+            conf=test_cli.write_conf(self.tmp, 'plain.conf',
+                                     self.world.api_url,
+                                     self.world.url_of('cell0')))
+        self.assertExit(2, bad_cell)
+        self.assertIn("invalid --cell 'nosuchcell'", bad_cell.err)
+        self.assertExit(2, no_auth)
+        self.assertIn('[placement]', no_auth.err)
+        down = self.cli('sync-aggregates', conf=unreachable)
+        self.assertExit(3, down)
+        self.assertIn('cannot reach the placement API', down.err)
+
+        noted = self.cli('check', conf=test_cli.write_conf(
+            self.tmp, 'plain.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1,cell2'))
+        self.assertExit(0, noted)
+        self.assertIn('note: [placement] auth_type is not set', noted.err)
+        strict = self.cli('check', conf=self._conf('http://127.0.0.1:1',
+                                                   prefilter=True))
+        self.assertExit(1, strict)
+        self.assertIn('problem: [cellsched] placement_prefilter is on but '
+                      'the cell aggregates were not checked', strict.err)
+
+

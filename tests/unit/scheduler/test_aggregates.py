@@ -1,0 +1,124 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The pure cell aggregate diff: what a sync changes and what check says.
+"""
+
+import hypothesis
+from hypothesis import strategies as st
+from oslotest import base
+
+from nova_cellsched.scheduler import aggregates
+from nova_cellsched.scheduler.aggregates import Action
+from nova_cellsched.scheduler.aggregates import Change
+
+PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
+                               max_examples=300)
+
+CELLS = ('c1', 'c2', 'c3')
+PROVIDERS = tuple('p%d' % i for i in range(6))
+FOREIGN = ('f1', 'f2')   # aggregates that are not a cell's
+
+
+@st.composite
+def worlds(draw):
+    """Nodes per readable cell, and every provider's aggregates now."""
+    home = draw(st.dictionaries(st.sampled_from(PROVIDERS),
+                                st.sampled_from(CELLS)))
+    unreadable = draw(st.sets(st.sampled_from(CELLS), max_size=1))
+    nodes = {cell: frozenset(p for p, c in home.items() if c == cell)
+             for cell in CELLS if cell not in unreadable}
+    present = {p: frozenset(draw(st.sets(st.sampled_from(CELLS + FOREIGN))))
+               for p in PROVIDERS}
+    return nodes, present
+
+
+def members_of(present):
+    members = {}
+    for provider, aggs in present.items():
+        for agg in aggs:
+            if agg in CELLS:
+                members.setdefault(agg, set()).add(provider)
+    return {cell: frozenset(m) for cell, m in members.items()}
+
+
+def apply(nodes, present):
+    changes = aggregates.diff(nodes, members_of(present))
+    after = dict(present)
+    for update in aggregates.per_provider(changes):
+        after[update.provider] = aggregates.updated(after[update.provider],
+                                                    update)
+    return changes, after
+
+
+class DiffTest(base.BaseTestCase):
+
+    def test_adds_missing_removes_strays(self):
+        changes = aggregates.diff({'c1': {'a', 'b'}, 'c2': set()},
+                                  {'c1': {'b', 'x'}, 'c2': {'a'}})
+        self.assertEqual([Change('c1', 'a', Action.ADD),
+                          Change('c1', 'x', Action.REMOVE),
+                          Change('c2', 'a', Action.REMOVE)], changes)
+        self.assertEqual(['add', 'remove', 'remove'],
+                         [c.action.value for c in changes])
+
+    def test_unread_cell_is_never_changed(self):
+        """A cell missing from nodes keeps its members, strays included."""
+        self.assertEqual([], aggregates.diff({}, {'c1': {'x', 'y'}}))
+
+    def test_per_provider_joins_and_leaves_in_one_update(self):
+        updates = aggregates.per_provider([
+            Change('c1', 'a', Action.ADD), Change('c2', 'a', Action.REMOVE),
+            Change('c1', 'b', Action.ADD)])
+        self.assertEqual(
+            [aggregates.ProviderUpdate('a', frozenset(['c1']),
+                                       frozenset(['c2'])),
+             aggregates.ProviderUpdate('b', frozenset(['c1']), frozenset())],
+            updates)
+        self.assertEqual(frozenset(['c1', 'f1']), aggregates.updated(
+            {'c2', 'f1'}, updates[0]))
+
+    @PROPERTY
+    @hypothesis.given(worlds())
+    def test_sync_makes_readable_cells_exact_and_keeps_the_rest(self, world):
+        """After the diff is applied: every readable cell's aggregate is
+        exactly its nodes, unreadable cells' members and foreign
+        aggregates are unchanged, and a second diff is empty.
+        """
+        nodes, present = world
+        changes, after = apply(nodes, present)
+        members = members_of(after)
+        for cell in CELLS:
+            if cell in nodes:
+                self.assertEqual(nodes[cell],
+                                 members.get(cell, frozenset()))
+            else:
+                self.assertEqual(members_of(present).get(cell),
+                                 members.get(cell))
+        for provider in PROVIDERS:
+            self.assertEqual(present[provider] - set(CELLS),
+                             after[provider] - set(CELLS))
+        self.assertEqual([], aggregates.diff(nodes, members))
+        self.assertEqual(len(changes), len(set(changes)))
+
+    @PROPERTY
+    @hypothesis.given(worlds())
+    def test_check_is_clean_exactly_when_nothing_to_do(self, world):
+        nodes, present = world
+        members = members_of(present)
+        labels = {c: c for c in CELLS}
+        found = aggregates.problems(nodes, members, labels)
+        changes = aggregates.diff(nodes, members)
+        self.assertEqual(not changes, not found, (changes, found))
+        _changes, after = apply(nodes, present)
+        self.assertEqual([], aggregates.problems(nodes, members_of(after),
+                                                 labels))
