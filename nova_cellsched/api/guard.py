@@ -125,17 +125,32 @@ class StuckQueries:
 
 
 @contextlib.contextmanager
-def io_timeout(seconds: float | None) -> Iterator[None]:
+def _thread_setting(name: str, value: Any) -> Iterator[None]:
+    previous = getattr(_local, name, None)
+    setattr(_local, name, value)
+    try:
+        yield
+    finally:
+        setattr(_local, name, previous)
+
+
+def io_timeout(seconds: float | None) -> contextlib.AbstractContextManager[
+        None]:
     """PyMySQL connections checked out in this block time out I/O.
 
     :param seconds: the read and write timeout; None changes nothing.
     """
-    previous = getattr(_local, 'seconds', None)
-    _local.seconds = seconds
-    try:
-        yield
-    finally:
-        _local.seconds = previous
+    return _thread_setting('seconds', seconds)
+
+
+def own_calls() -> contextlib.AbstractContextManager[None]:
+    """The lister's own cell calls in this block: :func:`in_own_call`."""
+    return _thread_setting('own', True)
+
+
+def in_own_call() -> bool:
+    """True inside :func:`own_calls` on this thread."""
+    return bool(getattr(_local, 'own', None))
 
 
 def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:

@@ -35,7 +35,6 @@ What differs is how the cells are asked:
 """
 
 import concurrent.futures
-import contextlib
 import copy
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -72,8 +71,6 @@ ORIGINAL_SCATTER_GATHER_CELLS = nova_context.scatter_gather_cells
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
-
-_OWN = threading.local()
 
 
 class Served:
@@ -235,7 +232,7 @@ class _Listing:
                 asked.append(cm)
         if not asked:
             return cctxts
-        with _own_call():
+        with guard.own_calls():
             results = nova_context.scatter_gather_cells(
                 self.ctx, asked, self.cell_timeout, self._same_context)
         for uuid, result in results.items():
@@ -317,7 +314,7 @@ class _Listing:
             # (its target_cell cannot target no cell).
             raise nova_exception.MarkerNotFound(marker=marker)
         elevated = self.ctx.elevated(read_deleted='yes')
-        with _own_call():
+        with guard.own_calls():
             results = nova_context.scatter_gather_cells(
                 elevated, [cell], self.cell_timeout, self._marker_row,
                 marker)
@@ -468,17 +465,6 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     return instance_list, lister.cells_failed + lister.cells_timed_out
 
 
-@contextlib.contextmanager
-def _own_call() -> Iterator[None]:
-    """The lister's own cell calls: :func:`scatter_gather_cells` passes."""
-    previous = getattr(_OWN, 'active', False)
-    _OWN.active = True
-    try:
-        yield
-    finally:
-        _OWN.active = previous
-
-
 def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
                          timeout: float | None, fn: Callable[..., Any],
                          *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -497,7 +483,7 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
     cell that did not respond in time. Every other cell is asked by
     nova's function, unchanged.
     """
-    if getattr(_OWN, 'active', False) or not (
+    if guard.in_own_call() or not (
             CONF[conf_mod.GROUP_NAME].api_lister):
         return ORIGINAL_SCATTER_GATHER_CELLS(
             context, cell_mappings, timeout, fn, *args, **kwargs)
