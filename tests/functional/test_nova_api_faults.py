@@ -119,6 +119,9 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
 
     def setUp(self):
         super().setUp()
+        # nova's worker pools are this test's; its cleanup waits for them
+        # and runs after the server is thawed (cleanups run last first).
+        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
         self._heal()
         self.addCleanup(self._heal)
         self.cfg = self.useFixture(config_fixture.Config(CONF))
