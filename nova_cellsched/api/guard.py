@@ -28,10 +28,11 @@ up. Two guards keep that bounded in a long-running nova-api worker:
 """
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 import contextlib
 import dataclasses
 import threading
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -53,11 +54,38 @@ class Query:
 
 
 class StuckQueries:
-    """Per cell, the queries given up on that are still running."""
+    """Per cell, the queries given up on that are still running.
 
-    def __init__(self) -> None:
+    Also what a caller needs to know before it waits on a cell: whether
+    it is hanging (:meth:`hanging`).
+
+    :param clock: monotonic seconds (tests pass a fake).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._stuck: collections.Counter[str] = collections.Counter()
+        self._clock = clock
+        self._held: dict[str, float] = {}
+
+    def hold_down(self, cell: str, seconds: float) -> None:
+        """*cell* did not answer in time: it hangs for *seconds* more."""
+        with self._lock:
+            self._held[cell] = max(self._held.get(cell, 0.0),
+                                   self._clock() + seconds)
+
+    def hanging(self, cell: str) -> bool:
+        """True while *cell* has stuck queries or is held down."""
+        with self._lock:
+            if self._stuck[cell] > 0:
+                return True
+            until = self._held.get(cell)
+            if until is None:
+                return False
+            if self._clock() < until:
+                return True
+            del self._held[cell]
+            return False
 
     def count(self, cell: str) -> int:
         with self._lock:
@@ -97,17 +125,32 @@ class StuckQueries:
 
 
 @contextlib.contextmanager
-def io_timeout(seconds: float | None) -> Iterator[None]:
+def _thread_setting(name: str, value: Any) -> Iterator[None]:
+    previous = getattr(_local, name, None)
+    setattr(_local, name, value)
+    try:
+        yield
+    finally:
+        setattr(_local, name, previous)
+
+
+def io_timeout(seconds: float | None) -> contextlib.AbstractContextManager[
+        None]:
     """PyMySQL connections checked out in this block time out I/O.
 
     :param seconds: the read and write timeout; None changes nothing.
     """
-    previous = getattr(_local, 'seconds', None)
-    _local.seconds = seconds
-    try:
-        yield
-    finally:
-        _local.seconds = previous
+    return _thread_setting('seconds', seconds)
+
+
+def own_calls() -> contextlib.AbstractContextManager[None]:
+    """The lister's own cell calls in this block: :func:`in_own_call`."""
+    return _thread_setting('own', True)
+
+
+def in_own_call() -> bool:
+    """True inside :func:`own_calls` on this thread."""
+    return bool(getattr(_local, 'own', None))
 
 
 def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:

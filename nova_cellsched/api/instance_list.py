@@ -67,6 +67,7 @@ conf_mod.register_opts(CONF)
 ORIGINAL_GET_INSTANCE_OBJECTS_SORTED = (
     nova_instance_list.get_instance_objects_sorted)
 ORIGINAL_GET_INSTANCES_SORTED = nova_instance_list.get_instances_sorted
+ORIGINAL_SCATTER_GATHER_CELLS = nova_context.scatter_gather_cells
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
@@ -231,10 +232,12 @@ class _Listing:
                 asked.append(cm)
         if not asked:
             return cctxts
-        results = nova_context.scatter_gather_cells(
-            self.ctx, asked, self.cell_timeout, self._same_context)
+        with guard.own_calls():
+            results = nova_context.scatter_gather_cells(
+                self.ctx, asked, self.cell_timeout, self._same_context)
         for uuid, result in results.items():
             if result is nova_context.did_not_respond_sentinel:
+                STUCK.hold_down(uuid, self.cell_timeout)
                 self._down(uuid, gather.Outcome(
                     gather.TIMED_OUT,
                     error=gather.CellTimeout(self.cell_timeout)))
@@ -274,6 +277,7 @@ class _Listing:
             if outcome.status == gather.TIMED_OUT:
                 self.budgets[uuid].exhaust()
                 STUCK.abandon(queries[uuid])
+                STUCK.hold_down(uuid, self.cell_timeout)
             self.lister.record(uuid, outcome)
         return outcomes
 
@@ -310,8 +314,10 @@ class _Listing:
             # (its target_cell cannot target no cell).
             raise nova_exception.MarkerNotFound(marker=marker)
         elevated = self.ctx.elevated(read_deleted='yes')
-        results = nova_context.scatter_gather_cells(
-            elevated, [cell], self.cell_timeout, self._marker_row, marker)
+        with guard.own_calls():
+            results = nova_context.scatter_gather_cells(
+                elevated, [cell], self.cell_timeout, self._marker_row,
+                marker)
         result = results[cell.uuid]
         if result is nova_context.did_not_respond_sentinel:
             raise nova_exception.NovaException(
@@ -462,8 +468,52 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     return instance_list, lister.cells_failed + lister.cells_timed_out
 
 
+def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
+                         timeout: float | None, fn: Callable[..., Any],
+                         *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """nova's ``scatter_gather_cells``, without waiting on a hanging cell.
+
+    After the listing, nova-api asks the cells again within the same
+    request: ``InstanceList.fill_faults`` asks every cell for faults,
+    the detail view at >= 2.69 asks the cells of the listed servers for
+    their block device mappings, each with nova's ``CELL_TIMEOUT`` of
+    60 s. A frozen cell the listing gave up on would make the request
+    wait that long after all. A cell that has queries still stuck
+    after their deadline, or that timed out within the last ``[cellsched]
+    list_cell_timeout`` seconds (:meth:`.guard.StuckQueries.hanging`),
+    is not asked: it is reported as not responding at once
+    (``did_not_respond_sentinel``), which nova's callers handle as a
+    cell that did not respond in time. Every other cell is asked by
+    nova's function, unchanged.
+    """
+    if guard.in_own_call() or not (
+            CONF[conf_mod.GROUP_NAME].api_lister):
+        return ORIGINAL_SCATTER_GATHER_CELLS(
+            context, cell_mappings, timeout, fn, *args, **kwargs)
+    cell_mappings = list(cell_mappings)
+    hanging = [cm for cm in cell_mappings if STUCK.hanging(cm.uuid)]
+    if not hanging:
+        return ORIGINAL_SCATTER_GATHER_CELLS(
+            context, cell_mappings, timeout, fn, *args, **kwargs)
+    asked = [cm for cm in cell_mappings if cm not in hanging]
+    results = {}
+    if asked:
+        results = ORIGINAL_SCATTER_GATHER_CELLS(
+            context, asked, timeout, fn, *args, **kwargs)
+    for cm in hanging:
+        LOG.warning('Cell %s did not answer a listing in time and is not '
+                    'asked again until it does', cm.uuid)
+        results[cm.uuid] = nova_context.did_not_respond_sentinel
+    return results
+
+
 #: What :mod:`.patch` puts into ``nova.compute.instance_list``.
 REPLACEMENTS: dict[str, Callable[..., Any]] = {
     'get_instance_objects_sorted': get_instance_objects_sorted,
     'get_instances_sorted': get_instances_sorted,
+}
+
+#: What :mod:`.patch` puts into ``nova.context``.
+CONTEXT_REPLACEMENTS: dict[str, Callable[..., Any]] = {
+    'scatter_gather_cells': scatter_gather_cells,
 }

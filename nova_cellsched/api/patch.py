@@ -119,6 +119,7 @@ def check() -> None:
 
 _LOCK = threading.Lock()
 _SAVED: dict[str, Callable[..., Any]] = {}
+_SAVED_CONTEXT: dict[str, Callable[..., Any]] = {}
 
 
 def install() -> bool:
@@ -138,9 +139,13 @@ def install() -> bool:
         from nova_cellsched.api import instance_list
         from nova_cellsched.api import keyset
 
+        from nova import context as nova_context
         for name, replacement in instance_list.REPLACEMENTS.items():
             _SAVED[name] = getattr(nova_instance_list, name)
             setattr(nova_instance_list, name, replacement)
+        for name, replacement in instance_list.CONTEXT_REPLACEMENTS.items():
+            _SAVED_CONTEXT[name] = getattr(nova_context, name)
+            setattr(nova_context, name, replacement)
         keyset.install()
         guard.install()
         LOG.info('nova-cellsched serves nova-api server lists '
@@ -160,11 +165,17 @@ def uninstall() -> bool:
         from nova_cellsched.api import instance_list
         from nova_cellsched.api import keyset
 
+        from nova import context as nova_context
         for name, original in _SAVED.items():
             if getattr(nova_instance_list, name) is (
                     instance_list.REPLACEMENTS[name]):
                 setattr(nova_instance_list, name, original)
+        for name, original in _SAVED_CONTEXT.items():
+            if getattr(nova_context, name) is (
+                    instance_list.CONTEXT_REPLACEMENTS[name]):
+                setattr(nova_context, name, original)
         _SAVED.clear()
+        _SAVED_CONTEXT.clear()
         keyset.uninstall()
         guard.uninstall()
         instance_list.shutdown()

@@ -1,0 +1,305 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api with a frozen cell database: bounded, complete, no secret.
+
+GET /servers/detail through nova's own API code
+(``ServersController.detail``, its view and response validation) with
+the replacement lister installed (:func:`nova_cellsched.api.install`),
+on real MariaDB. Two private servers (see
+:mod:`tests.functional.mariadb_server`)::
+
+    api     the nova API database, cell0, cell1, cell2   (never harmed)
+    victim  cell3                                      (frozen: SIGSTOP)
+
+The cell mappings log in as a user with a password, which no log line
+may show. The only stub is neutron's security group bindings.
+
+Regression: the request used to take 62 s at 2.1 (122 s at 2.69) with
+list_cell_timeout = 2 s: after the listing, nova-api asks every cell for
+faults (``InstanceList.fill_faults``) and, at 2.69, the listed servers'
+cells for block device mappings, with nova's 60 s ``CELL_TIMEOUT``.
+"""
+
+import logging
+import os
+import re
+import threading
+import time
+import urllib.parse
+
+import fixtures
+from nova.api.openstack.compute import servers as servers_api
+import nova.conf
+from nova import exception as nova_exception
+from nova.network import security_group_api
+from nova.tests import fixtures as nova_fixtures
+from nova.tests.unit.api.openstack import fakes
+from oslo_config import fixture as config_fixture
+from oslo_policy import opts as policy_opts
+import webob.exc
+
+import nova_cellsched.api as cellsched_api
+from nova_cellsched.api import instance_list as api_instance_list
+from nova_cellsched import conf as conf_mod
+from nova_cellsched.demo import seed
+from tests.functional import mariadb_server as mdb
+
+CONF = nova.conf.CONF
+PASSWORD = 'Fr0zen/n0va@Pw%q'
+SECRET_FORMS = (PASSWORD, urllib.parse.quote_plus(PASSWORD),
+                urllib.parse.quote(PASSWORD, safe=''), 'Fr0zen', 'n0va@Pw')
+#: ``[cellsched] list_cell_timeout`` in these tests.
+CELL_TIMEOUT = 2.0
+#: The bound the issue asks for: a frozen cell costs at most this.
+BOUND = CELL_TIMEOUT + 1.0
+#: ``[cellsched] api_stuck_queries_per_cell`` in these tests.
+STUCK_CAP = 2
+LIVE = 25  # live instances per cell (cell0 has 3)
+DETAIL = '/v2.1/servers/detail?all_tenants=1'
+
+
+def _no_security_groups(context, servers, detailed=False):
+    """Neutron stand-in: every server is in the ``default`` group."""
+    return {server['id']: [{'name': 'default'}] for server in servers}
+
+
+def connections_to(port):
+    """This process's ESTABLISHED TCP connections to 127.0.0.1:*port*.
+
+    Read from ``/proc/net/tcp``: a frozen server cannot be asked, and
+    what a nova-api worker holds is what its process holds.
+    """
+    inodes = set()
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            target = os.readlink('/proc/self/fd/%s' % fd)
+        except OSError:
+            continue
+        if target.startswith('socket:['):
+            inodes.add(target[8:-1])
+    remote = '0100007F:%04X' % port
+    count = 0
+    with open('/proc/net/tcp') as handle:
+        for line in handle.readlines()[1:]:
+            fields = line.split()
+            # fields: sl local remote state ... inode (10th)
+            if (fields[2] == remote and fields[3] == '01' and
+                    fields[9] in inodes):
+                count += 1
+    return count
+
+
+class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
+    """A frozen cell through nova's API, with the replacement lister."""
+
+    @classmethod
+    def set_up_servers(cls):
+        cls.api = cls.start_server('napi', 'nova', PASSWORD)
+        cls.victim = cls.start_server('napi-victim', 'nova', PASSWORD)
+        population = seed.Population(instances=LIVE, hosts=3,
+                                     metadata_keys=1)
+        cls.world = mdb.build_world(cls.api, [
+            ('cell0', cls.api, seed.Population(instances=3,
+                                               error_only=True)),
+            ('cell1', cls.api, population),
+            ('cell2', cls.api, population),
+            ('cell3', cls.victim, population)],
+            user='nova', password=PASSWORD)
+        cls.expected = cls.world.live_uuids()
+
+    def setUp(self):
+        super().setUp()
+        # nova's worker pools are this test's; its cleanup waits for them
+        # and runs after the server is thawed (cleanups run last first).
+        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
+        self._heal()
+        self.addCleanup(self._heal)
+        self.cfg = self.useFixture(config_fixture.Config(CONF))
+        # Parsed (no files), as nova-api's is: nova's policy reads it.
+        CONF([], project='nova', default_config_files=[])
+        conf_mod.register_opts(CONF)
+        self.cfg.config(list_cell_timeout=CELL_TIMEOUT,
+                        api_stuck_queries_per_cell=STUCK_CAP,
+                        list_max_workers=8, group='cellsched')
+        # nova-api's own [database] (nova's DB API reads its scheme).
+        self.cfg.config(connection=self.world.cells['cell1'].url,
+                        group='database')
+        self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(nova_fixtures.RPCFixture('nova.test'))
+        policy_opts.set_defaults(CONF)
+        self.useFixture(nova_fixtures.RealPolicyFixture())
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.network.security_group_api.'
+            'get_instances_security_groups_bindings', _no_security_groups))
+        self.assertIs(_no_security_groups,
+                      security_group_api.get_instances_security_groups_bindings)
+        # Installed after the options: the worker pool is sized on use.
+        self.assertTrue(cellsched_api.install())
+        self.addCleanup(cellsched_api.uninstall)
+        self.controller = servers_api.ServersController()
+        self.assertIn(urllib.parse.quote_plus(PASSWORD),
+                      self.world.cells['cell3'].url)
+
+    def _heal(self):
+        if self.victim.frozen:
+            self.victim.thaw()
+        if not self.victim.running:
+            self.victim.start()
+
+    def freeze(self):
+        self.victim.freeze()
+        self.addCleanup(self._heal)
+
+    # Helpers
+
+    def detail(self, version='2.1', path=DETAIL):
+        """GET *path* through nova's controller: (body, seconds)."""
+        req = fakes.HTTPRequest.blank(path, version=version,
+                                      use_admin_context=True)
+        served = cellsched_api.served()['cellsched']
+        start = time.monotonic()
+        body = self.controller.detail(req)
+        elapsed = time.monotonic() - start
+        self.assertEqual(served + 1, cellsched_api.served()['cellsched'],
+                         'the replacement did not serve the request')
+        return body, elapsed
+
+    def uuids_of(self, *names):
+        return set().union(*(self.expected[n] for n in names))
+
+    def ids(self, body, status=None):
+        return {s['id'] for s in body['servers']
+                if status is None or s['status'] == status}
+
+    def wait_for_stuck_queries_to_end(self, seconds=30):
+        deadline = time.monotonic() + seconds
+        while api_instance_list.STUCK.snapshot():
+            if time.monotonic() > deadline:
+                self.fail('queries still stuck %.0fs after the thaw: %s'
+                          % (seconds, api_instance_list.STUCK.snapshot()))
+            time.sleep(0.05)
+
+    def assert_no_secret(self):
+        text = self.logs.output
+        for form in SECRET_FORMS:
+            self.assertNotIn(form, text, 'a log line shows the password')
+        for cell in self.world.cells.values():
+            self.assertNotIn(cell.url, text, 'a log line shows a cell URL')
+        # Only masked URLs, if any.
+        for url in re.findall(r'mysql\+pymysql://[^\s\'"]+', text):
+            self.assertIn('***', url, 'an unmasked URL is logged')
+
+    # Tests
+
+    def test_healthy_cells_answer_in_time_at_2_1(self):
+        """Frozen cell3: every other cell's servers within the bound."""
+        body, _ = self.detail()
+        everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
+        self.assertEqual(everything, self.ids(body))
+
+        self.freeze()
+        body, elapsed = self.detail()
+        self.assertLessEqual(elapsed, BOUND)
+        self.assertEqual(self.uuids_of('cell0', 'cell1', 'cell2'),
+                         self.ids(body))
+        self.assertIn('Cell %s is not responding'
+                      % self.world.cells['cell3'].uuid, self.logs.output)
+        self.assert_no_secret()
+
+    def test_down_cell_is_unknown_at_2_69(self):
+        """At 2.69 nova adds cell3's servers as minimal constructs."""
+        self.freeze()
+        body, elapsed = self.detail(version='2.69')
+        self.assertLessEqual(elapsed, BOUND)
+        self.assertEqual(self.uuids_of('cell0', 'cell1', 'cell2'),
+                         {s['id'] for s in body['servers']
+                          if s['status'] != 'UNKNOWN'})
+        self.assertEqual(self.expected['cell3'],
+                         self.ids(body, status='UNKNOWN'))
+        for server in body['servers']:
+            if server['status'] == 'UNKNOWN':
+                # nova's minimal construct: no name, no flavor.
+                self.assertNotIn('name', server)
+        self.assert_no_secret()
+
+    def test_strict_configuration_fails_with_novas_error(self):
+        """list_records_by_skipping_down_cells=False: nova's error.
+
+        The NovaException naming the cell, which nova-api's
+        ``expected_errors`` turns into HTTP 500 (as with nova's own
+        lister when a cell does not respond); within the bound, not a
+        hang.
+        """
+        self.cfg.config(list_records_by_skipping_down_cells=False,
+                        group='api')
+        self.freeze()
+        req = fakes.HTTPRequest.blank(DETAIL, version='2.1',
+                                      use_admin_context=True)
+        start = time.monotonic()
+        exc = self.assertRaises(webob.exc.HTTPInternalServerError,
+                                self.controller.detail, req)
+        self.assertLessEqual(time.monotonic() - start, BOUND)
+        self.assertEqual(500, exc.code)
+        cause = exc.__context__
+        self.assertIsInstance(cause, nova_exception.NovaException)
+        self.assertEqual('Cell %s is not responding but configuration '
+                         'indicates that we should fail.'
+                         % self.world.cells['cell3'].uuid, str(cause))
+        self.assert_no_secret()
+
+    def test_twenty_requests_during_a_freeze_stay_bounded(self):
+        """Threads and connections to the frozen server stay capped.
+
+        And go back to their baseline after the thaw, when the next
+        request is complete again.
+        """
+        port = self.victim.port
+        everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
+        # Warm up: the worker pool and nova's engines exist.
+        for _ in range(3):
+            body, _ = self.detail()
+            self.assertEqual(everything, self.ids(body))
+        threads_before = threading.active_count()
+        connections_before = connections_to(port)
+        self.assertGreaterEqual(connections_before, 1)
+
+        self.freeze()
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+        threads, connections = [], []
+        for _ in range(20):
+            body, elapsed = self.detail()
+            self.assertLessEqual(elapsed, BOUND)
+            self.assertEqual(healthy, self.ids(body))
+            threads.append(threading.active_count())
+            connections.append(connections_to(port))
+            self.assertLessEqual(
+                sum(api_instance_list.STUCK.snapshot().values()), STUCK_CAP)
+        self.assertLessEqual(max(threads), threads_before + STUCK_CAP + 2,
+                             threads)
+        self.assertLessEqual(max(connections),
+                             connections_before + STUCK_CAP + 1, connections)
+        # The cap was reached: later requests did not ask cell3 again.
+        self.assertIn('queries still running after their deadline',
+                      self.logs.output)
+
+        self.victim.thaw()
+        self.wait_for_stuck_queries_to_end()
+        body, _ = self.detail()
+        self.assertEqual(everything, self.ids(body))
+        self.assertLessEqual(threading.active_count(),
+                             threads_before + STUCK_CAP)
+        self.assertLessEqual(connections_to(port), connections_before + 1)
+        self.assertLessEqual(self.victim.threads_connected(),
+                             connections_before + 1)
+        self.assert_no_secret()
