@@ -535,6 +535,8 @@ class UseWorld(fixtures.Fixture):
         cells_mod.register_messaging_opts()
         objects.register_all()
         self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
+        # nova caches the list of cells per process, too.
+        self.useFixture(fixtures.MonkeyPatch('nova.context.CELLS', []))
         self.facade = enginefacade.transaction_context()
         # One connection attempt: a test that stopped the API database
         # wants the error now, not after oslo.db's ten retries.

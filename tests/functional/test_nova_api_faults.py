@@ -134,6 +134,9 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         # nova-api's own [database] (nova's DB API reads its scheme).
         self.cfg.config(connection=self.world.cells['cell1'].url,
                         group='database')
+        # nova-api's default (a nova test run earlier in this process may
+        # have left nova's test default, 'error').
+        self.cfg.config(response_validation='warn', group='api')
         self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
         self.useFixture(mdb.UseWorld(self.world))
         self.useFixture(nova_fixtures.RPCFixture('nova.test'))
