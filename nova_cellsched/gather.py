@@ -240,6 +240,22 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
             for key, future in futures.items()}
 
 
+def gather_within(futures: Mapping[K, 'concurrent.futures.Future[R]'],
+                  budgets: Mapping[K, Budget]) -> dict[K, Outcome[R]]:
+    """:func:`gather`, each future charged to and bounded by its budget.
+
+    Call it right after submitting *futures*. A key that times out has
+    its budget exhausted: it must not be waited for again.
+    """
+    deadlines = {key: budgets[key].start(future)
+                 for key, future in futures.items()}
+    outcomes = gather(futures, deadlines)
+    for key, outcome in outcomes.items():
+        if outcome.status == TIMED_OUT:
+            budgets[key].exhaust()
+    return outcomes
+
+
 #: Margin on a cell's expected share of the rows a page still misses.
 SHARE_MARGIN = 1.25
 #: Fewest rows a further round asks of a cell (unless it can give fewer).

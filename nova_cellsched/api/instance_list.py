@@ -270,12 +270,9 @@ class _Listing:
         futures = gather.submit_together(_executor().submit, {
             uuid: (self._fetch, (queries[uuid],) + call)
             for uuid, call in calls.items()})
-        deadlines = {uuid: self.budgets[uuid].start(future)
-                     for uuid, future in futures.items()}
-        outcomes = gather.gather(futures, deadlines)
+        outcomes = gather.gather_within(futures, self.budgets)
         for uuid, outcome in outcomes.items():
             if outcome.status == gather.TIMED_OUT:
-                self.budgets[uuid].exhaust()
                 STUCK.abandon(queries[uuid])
                 STUCK.hold_down(uuid, self.cell_timeout)
             self.lister.record(uuid, outcome)

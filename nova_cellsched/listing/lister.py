@@ -347,13 +347,7 @@ class _Listing:
     def wait(self, futures: Mapping[str, 'concurrent.futures.Future[Any]']
              ) -> dict[str, gather.Outcome[Any]]:
         """Wait for one future per cell, each within its cell's budget."""
-        deadlines = {uuid: self.budgets[uuid].start(future)
-                     for uuid, future in futures.items()}
-        outcomes = gather.gather(futures, deadlines)
-        for uuid, outcome in outcomes.items():
-            if outcome.status == gather.TIMED_OUT:
-                self.budgets[uuid].exhaust()
-        return outcomes
+        return gather.gather_within(futures, self.budgets)
 
 
 class Batch(NamedTuple):

@@ -217,6 +217,19 @@ class GatherTestCase(ExecutorTestCase):
             self.assertEqual([key, key * 2], outcome.result)
             self.assertIsNone(outcome.error)
 
+    def test_gather_within_exhausts_only_the_budget_that_timed_out(self):
+        """A hung cell times out on its budget; the other keeps its own."""
+        hung = self.executor.submit(self.blocked_until(self.event(), []))
+        quick = self.executor.submit(lambda: ['row'])
+        budgets = {'hung': gather.Budget(0.05),
+                   'quick': gather.Budget(SAFETY)}
+        outcomes = gather.gather_within({'hung': hung, 'quick': quick},
+                                        budgets)
+        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
+        self.assertEqual(0.0, budgets['hung'].remaining())
+        self.assertEqual(['row'], outcomes['quick'].result)
+        self.assertGreater(budgets['quick'].remaining(), 0.0)
+
     def test_gather_empty_is_empty(self):
         self.assertEqual({}, gather.gather({}, gather.Deadline(SAFETY)))
 
