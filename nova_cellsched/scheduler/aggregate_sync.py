@@ -151,6 +151,9 @@ class Placement:
 
 def read_nodes(cell_mapping: Any) -> frozenset[str]:
     """Compute node uuids of one cell; raises one of CELL_DB_ERRORS."""
+    # The command line registers only the nova objects it reads (start-up
+    # time); this one it reads here.
+    from nova.objects import compute_node  # noqa: F401
     ctxt = nova_context.get_admin_context()
     with nova_context.target_cell(ctxt, cell_mapping) as cctxt:
         return frozenset(str(node.uuid) for node in
