@@ -20,10 +20,12 @@ big cell and two small ones, started in this order::
     cell2  small1 small2    dedicated:      cells_projects = cell2:MAPPED
     cell3  c3a c3b          named nowhere:  disabled for new servers
 
-Placement returns candidates in provider creation order, so with
-``[scheduler] max_placement_results = 1`` it offers big1 first: without
-the pre-filter a project of a small cell starves (the reproduction of
-issue 12), with it placement only offers the project's cells.
+Placement's order of candidates is unspecified (usually provider creation
+order, but not in every run: one CI rehearsal offered small1 first). The
+tests pin it to host-name order, so with ``[scheduler]
+max_placement_results = 1`` placement offers big1 first, the case issue 12
+reproduced: without the pre-filter a project of a small cell starves,
+with it placement only offers the project's cells.
 """
 
 # nova.tests first: importing it applies nova's eventlet monkey patching.
@@ -68,6 +70,26 @@ class PrefilterTestBase(base.MultiCellTestBase):
                            for name, cm in self.cell_mappings.items()}
         self.node_uuids = {host: self._get_provider_uuid_by_host(host)
                            for host in self.HOSTS}
+        self._pin_candidate_order()
+
+    def _pin_candidate_order(self):
+        """Placement offers candidates in host-name order (big1 first)."""
+        from placement.objects import research_context
+
+        original = research_context.RequestWideSearchContext.limit_results
+        names = {uuid: host for host, uuid in self.node_uuids.items()}
+
+        def host_of(request):
+            rp = request.resource_requests[0].resource_provider
+            return names.get(rp.root_provider_uuid, rp.root_provider_uuid)
+
+        def limit_results(context, alloc_request_objs, summary_objs):
+            return original(context, sorted(alloc_request_objs, key=host_of),
+                            summary_objs)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement.objects.research_context.RequestWideSearchContext.'
+            'limit_results', limit_results))
 
     def _prefilter(self, enabled):
         self.flags(placement_prefilter=enabled, group='cellsched')
