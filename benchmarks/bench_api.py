@@ -57,11 +57,9 @@ sys.path.insert(1, os.path.dirname(HERE))
 import bench_listing  # noqa: E402  (applies nova's monkey patching)
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
 import functools  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -78,7 +76,6 @@ from nova.network import security_group_api  # noqa: E402
 from nova import objects  # noqa: E402
 from nova import policy  # noqa: E402
 from nova.tests.unit.api.openstack import fakes  # noqa: E402
-from nova import version as nova_version  # noqa: E402
 from oslo_serialization import jsonutils  # noqa: E402
 import pymysql  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
@@ -547,13 +544,8 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             setup.close()
     frozen = frozen_run(args, log) if args.frozen else None
-    report = {
-        'command': 'python benchmarks/bench_api.py ' + ' '.join(
-            sys.argv[1:] if argv is None else argv),
-        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        'nova': nova_version.version_string(),
-        'sqlalchemy': sa.__version__, 'python': platform.python_version(),
-        'cpus': os.cpu_count(), 'repeat': args.repeat, 'points': points,
+    report = dict(bench_listing.run_info('bench_api.py', argv), **{
+        'repeat': args.repeat, 'points': points,
         'connections': connections, 'frozen': frozen,
         'notes': [
             'one process, native threads (nova-api\'s default in nova 34); '
@@ -566,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             'the median with [api] response_validation = warn minus the '
             'median with ignore; "rest" is what is left (policy, '
             'compute.API.get_all, BuildRequests, ...).',
-        ]}
+        ]})
     if args.out:
         base = os.path.join(args.out, args.name)
         with open(base + '.json', 'w') as handle:

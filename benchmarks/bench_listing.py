@@ -1036,6 +1036,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+
+def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:
+    """What every results file starts with: command, date, versions."""
+    return {
+        'command': 'python benchmarks/%s %s' % (
+            script, ' '.join(sys.argv[1:] if argv is None else argv)),
+        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        'nova': nova_version.version_string(),
+        'sqlalchemy': sa.__version__, 'python': platform.python_version(),
+        'cpus': os.cpu_count(),
+    }
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out_dir = args.out
@@ -1129,19 +1141,14 @@ def main(argv: list[str] | None = None) -> int:
     targets = evaluate_targets(points)
     for line in targets:
         log(line)
-    report = {
-        'command': 'python benchmarks/bench_listing.py ' + ' '.join(
-            sys.argv[1:] if argv is None else argv),
-        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        'nova': nova_version.version_string(),
-        'sqlalchemy': sa.__version__, 'python': platform.python_version(),
-        'cpus': os.cpu_count(), 'server': server, 'repeat': args.repeat,
+    report = dict(run_info('bench_listing.py', argv), **{
+        'server': server, 'repeat': args.repeat,
         'microversion': MAX_VERSION, 'package': os.path.dirname(
             nova_cellsched.__file__),
         'nova_expected_attrs': EXPECTED_ATTRS, 'points': points,
         'seeding': seeding,
         'targets': targets, 'notes': notes,
-    }
+    })
     if out_dir:
         base = os.path.join(out_dir, args.name)
         with open(base + '.json', 'w') as handle:
