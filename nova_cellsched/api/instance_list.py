@@ -55,6 +55,7 @@ from oslo_log import log as logging
 
 from nova_cellsched.api import guard
 from nova_cellsched.api import keyset
+from nova_cellsched.api import rows as rows_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 from nova_cellsched.listing import sorting
@@ -205,6 +206,8 @@ class _Listing:
         self.stuck_cap = group.api_stuck_queries_per_cell
         self.budgets: dict[str, gather.Budget] = {}
         self.lister = CellsLister()
+        #: Rows as dicts (:mod:`.rows`) where it knows every join.
+        self.plain_rows = rows_mod.supports(columns_to_join)
 
     def targeted(self, cell_mappings: Sequence[Any]
                  ) -> dict[str, Any]:
@@ -284,12 +287,17 @@ class _Listing:
         if not STUCK.begin(query):
             raise gather.CellTimeout(self.cell_timeout)
         try:
-            with guard.io_timeout(self.cell_timeout), keyset.paging(after):
-                return list(db.instance_get_all_by_filters_sort(
+            loader = (rows_mod.Loader(cctxt, self.columns_to_join)
+                      if self.plain_rows else None)
+            with guard.io_timeout(self.cell_timeout), keyset.paging(
+                    after, loader):
+                found = list(db.instance_get_all_by_filters_sort(
                     cctxt, self.filters, limit=limit, marker=None,
-                    columns_to_join=self.columns_to_join,
+                    columns_to_join=(
+                        [] if loader else self.columns_to_join),
                     sort_keys=list(self.spec.keys),
                     sort_dirs=list(self.spec.dirs)))
+            return loader.finish(found) if loader else found
         finally:
             STUCK.end(query)
 

@@ -42,22 +42,27 @@ _local = threading.local()
 
 
 class _Page:
-    __slots__ = ('after',)
+    __slots__ = ('after', 'loader')
 
-    def __init__(self, after: Sequence[Any] | None) -> None:
+    def __init__(self, after: Sequence[Any] | None,
+                 loader: Any = None) -> None:
         self.after = after
+        self.loader = loader
 
 
 @contextlib.contextmanager
-def paging(after: Sequence[Any] | None) -> Iterator[None]:
+def paging(after: Sequence[Any] | None, loader: Any = None
+           ) -> Iterator[None]:
     """Within this block, this thread's instance queries page by values.
 
     :param after: the sort values (one per sort key nova passes to
         ``paginate_query``) the rows must come strictly after; None to
         start at the first row.
+    :param loader: a :class:`.rows.Loader` to answer the paged query's
+        ``all()`` with plain rows, or None for nova's entities.
     """
     previous = getattr(_local, 'page', None)
-    _local.page = _Page(after)
+    _local.page = _Page(after, loader)
     try:
         yield
     finally:
@@ -94,6 +99,8 @@ def paginate_query(query: Any, model: Any, limit: int | None,
     query = query.order_by(*clauses)
     if limit is not None:
         query = query.limit(limit)
+    if page.loader is not None:
+        return page.loader.query(query)
     return query
 
 
