@@ -95,7 +95,7 @@ class Loader:
                       if c not in _IGNORED]
         self.extra = [c.split('.', 1)[1] for c in self.joins
                       if c.startswith('extra.')]
-        self._manual: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        self._manual: dict[str, dict[str, dict[str, Any]]] = {}
 
     def query(self, query: Any) -> '_Rows':
         return _Rows(self, query)
@@ -156,8 +156,15 @@ class Loader:
             row['extra'] = found.get(row['uuid'])
 
     def _by_hand(self, name: str, uuids: list[str]
-                 ) -> dict[str, list[dict[str, Any]]]:
-        """nova's own query for *name*: the rows nova reads, by owner."""
+                 ) -> dict[str, dict[str, Any]]:
+        """nova's own query for *name*, as nova's objects read it.
+
+        ``{instance uuid: {key: value}}``: what ``nova.utils.instance_meta``
+        and ``instance_sys_meta`` make of nova's rows (``metadata_to_dict``:
+        rows in query order, later keys win; deleted metadata rows
+        skipped, deleted system metadata rows kept). Both take such a dict
+        as it is, so a server costs one dict rather than one a row.
+        """
         if name == 'metadata':
             query = db_api._instance_metadata_get_multi(self.context, uuids)
             model = models.InstanceMetadata
@@ -165,21 +172,19 @@ class Loader:
             query = db_api._instance_system_metadata_get_multi(
                 self.context, uuids)
             model = models.InstanceSystemMetadata
-        found: dict[str, list[dict[str, Any]]] = collections.defaultdict(
-            list)
-        # What nova's metadata_to_dict reads of each row, and the owner.
-        columns = (model.instance_uuid, model.key, model.value,
-                   model.deleted)
-        for row in query.with_entities(*columns):
-            item = row._asdict()
-            found[item['instance_uuid']].append(item)
+        keep_deleted = name == 'system_metadata'
+        found: dict[str, dict[str, Any]] = collections.defaultdict(dict)
+        for owner, key, value, deleted in query.with_entities(
+                model.instance_uuid, model.key, model.value, model.deleted):
+            if keep_deleted or not deleted:
+                found[owner][key] = value
         return found
 
     def finish(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """nova's copies of the rows, with the hand-made joins put back."""
         for name, found in self._manual.items():
             for row in rows:
-                row[name] = found.get(row['uuid'], [])
+                row[name] = found.get(row['uuid'], {})
         return rows
 
 
