@@ -17,9 +17,9 @@ have the signatures and the contract of nova 34's functions of the same
 names in ``nova.compute.instance_list`` (see :mod:`.patch`), and answer
 with nova's own pieces: the cells come from ``nova.context`` (so nova's
 cell cache, engines and test fixtures apply), every batch is nova's
-``instance_get_all_by_filters_sort`` (its filters, joins and project
-scope), and the objects are built by nova's ``_make_instance_list``.
-What differs is how the cells are asked:
+``instance_get_all_by_filters_sort`` (its filters and project scope),
+and the objects are built by nova's ``_make_instance_list``.
+What differs is how the cells are asked and how rows are read:
 
 * every cell's batch runs to completion in a worker, all cells in
   parallel (:mod:`nova_cellsched.gather`), each under its own budget of
@@ -31,7 +31,10 @@ What differs is how the cells are asked:
   so a NULL sort value neither fails the request nor loses rows after a
   marker;
 * a cell is asked for more rows only while they can still be part of
-  the page (:func:`nova_cellsched.gather.refetch_sizes`).
+  the page (:func:`nova_cellsched.gather.refetch_sizes`);
+* a batch's rows and joins come back as plain dicts (:mod:`.rows`)
+  rather than ORM entities, where that module knows every join asked
+  for.
 """
 
 import concurrent.futures
