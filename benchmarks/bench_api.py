@@ -37,7 +37,9 @@ and, inside the view, its RequestSpec lookup (>= 2.96), host statuses
 (>= 2.16), security groups (neutron, stubbed: returns ``default``) and
 block device mappings; response validation as the difference between
 ``response_validation = warn`` (nova's default) and ``ignore``, measured
-alternately. Bodies of the two listers are compared (equal or abort).
+alternately; the time of Python's full (generation-2) garbage
+collections in the request and inside the replaced part. Bodies of the
+two listers are compared (equal or abort).
 MariaDB connections of this process (one API worker) are counted after
 nova's lister alone ran and after ours ran too. ``--frozen`` runs a
 private mariadbd (``tests/functional/mariadb_server.py``) holding one
@@ -58,6 +60,7 @@ import bench_listing  # noqa: E402  (applies nova's monkey patching)
 
 import argparse  # noqa: E402
 import functools  # noqa: E402
+import gc  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
@@ -100,9 +103,25 @@ class Clocks:
     def __init__(self) -> None:
         self.spent: dict[str, float] = {}
         self._depth: dict[str, int] = {}
+        self._gc_start = 0.0
 
     def reset(self) -> None:
         self.spent = {}
+
+    def gc_callback(self, phase: str, info: dict[str, Any]) -> None:
+        """Full (generation 2) collections: ``gc``, and ``replaced:gc``
+        for those inside the replaced part (a collection stops every
+        thread, so the one inside it is charged to it)."""
+        if info['generation'] != 2:
+            return
+        if phase == 'start':
+            self._gc_start = time.perf_counter()
+            return
+        spent = time.perf_counter() - self._gc_start
+        self.spent['gc'] = self.spent.get('gc', 0.0) + spent
+        if self._depth.get('replaced', 0):
+            self.spent['replaced:gc'] = self.spent.get(
+                'replaced:gc', 0.0) + spent
 
     def wrap(self, owner: Any, name: str, label: str) -> None:
         """Time ``owner.name`` (function, method, class/staticmethod)."""
@@ -151,6 +170,7 @@ def instrument() -> None:
     CLOCKS.wrap(views_servers.ViewBuilder,
                 '_get_instance_bdms_in_multiple_cells', 'view:bdms')
     CLOCKS.wrap(objects.BuildRequestList, 'get_by_filters', 'build_requests')
+    gc.callbacks.append(CLOCKS.gc_callback)
 
 
 # --------------------------------------------------------------------------
@@ -452,27 +472,32 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
                  report['python'], report['cpus'], report['repeat']), '',
              '| world | version | servers | nova ms | ours ms | x | '
              'replaced nova | replaced ours | x | faults n/o | view n/o | '
-             'validation n/o | rest n/o |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             'validation n/o | rest n/o | full GC n/o |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
     for p in report['points']:
         n, o = p['nova'], p['ours']
         lines.append(
             '| %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | '
-            '%.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |' % (
+            '%.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | '
+            '%.0f / %.0f |' % (
                 p['world'], p['version'], p['servers'], n['total'],
                 o['total'], p['ratio_total'], n['replaced'], o['replaced'],
                 p['ratio_replaced'], n.get('faults', 0), o.get('faults', 0),
                 n.get('view', 0), o.get('view', 0), n['validation'],
-                o['validation'], n['rest'], o['rest']))
+                o['validation'], n['rest'], o['rest'], n.get('gc', 0),
+                o.get('gc', 0)))
     lines += ['', 'Inside the replaced part (ours) and the view (ours, ms):',
               '', '| world | version | rows (gather + merge) | objects | '
-              'request_specs | host_status | security_groups | bdms |',
-              '|---|---|---|---|---|---|---|---|']
+              'full GC in replaced n/o | request_specs | host_status | '
+              'security_groups | bdms |',
+              '|---|---|---|---|---|---|---|---|---|']
     for p in report['points']:
-        o = p['ours']
-        lines.append('| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |'
+        n, o = p['nova'], p['ours']
+        lines.append('| %s | %s | %.0f | %.0f | %.0f / %.0f | %.0f | %.0f | '
+                     '%.0f | %.0f |'
                      % (p['world'], p['version'], o.get('replaced:rows', 0),
                         o.get('replaced:objects', 0),
+                        n.get('replaced:gc', 0), o.get('replaced:gc', 0),
                         o.get('view:request_specs', 0),
                         o.get('view:host_status', 0),
                         o.get('view:security_groups', 0),
@@ -561,6 +586,10 @@ def main(argv: list[str] | None = None) -> int:
             'the median with [api] response_validation = warn minus the '
             'median with ignore; "rest" is what is left (policy, '
             'compute.API.get_all, BuildRequests, ...).',
+            '"full GC" is the median time of Python\'s generation-2 '
+            'garbage collections during the request (they stop every '
+            'thread; part of the other columns, not added to them); '
+            '"full GC in replaced" those inside the replaced part.',
         ]})
     if args.out:
         base = os.path.join(args.out, args.name)
