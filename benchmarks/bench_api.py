@@ -109,9 +109,11 @@ class Clocks:
         self.spent = {}
 
     def gc_callback(self, phase: str, info: dict[str, Any]) -> None:
-        """Full (generation 2) collections: ``gc``, and ``replaced:gc``
-        for those inside the replaced part (a collection stops every
-        thread, so the one inside it is charged to it)."""
+        """Time full (generation 2) collections: ``gc``, ``replaced:gc``.
+
+        ``replaced:gc`` holds those inside the replaced part: a
+        collection stops every thread, so it is charged to it.
+        """
         if info['generation'] != 2:
             return
         if phase == 'start':
