@@ -15,30 +15,40 @@
 from nova import test
 
 from nova_cellsched.api import instance_list
+from nova_cellsched.listing import lister
 
 
 class TestCellsBatchSize(test.NoDBTestCase):
 
-    def test_distributed_is_novas_share_plus_ten_percent_without_floor(self):
-        """50 cells, page of 1,000: 22 rows a cell (nova asks 100)."""
+    def test_distributed_is_half_again_the_share_without_floor(self):
+        """Page of 1,000: 30 rows a cell at 50 cells (nova asks 100), 150
+        at 10 cells (nova 110): the command line's first batch.
+        """
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
         cells = [object()] * 50
-        self.assertEqual(22, instance_list.cells_batch_size(1000, cells))
-        self.assertEqual(110, instance_list.cells_batch_size(1000,
+        self.assertEqual(30, instance_list.cells_batch_size(1000, cells))
+        self.assertEqual(150, instance_list.cells_batch_size(1000,
                                                              cells[:10]))
+        for limit, count in ((1000, 50), (20, 3), (None, 7)):
+            self.assertEqual(
+                lister.first_batch_size(limit, count),
+                instance_list.cells_batch_size(limit, cells[:count]))
 
-    def test_distributed_small_page_asks_at_least_min_batch(self):
+    def test_distributed_small_page_asks_min_batch_within_the_page(self):
+        """At least MIN_BATCH rows a cell, never more than the page."""
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
-        self.assertEqual(instance_list.MIN_BATCH,
-                         instance_list.cells_batch_size(5, [object()] * 4))
+        self.assertEqual(lister.MIN_BATCH,
+                         instance_list.cells_batch_size(40, [object()] * 8))
+        self.assertEqual(5, instance_list.cells_batch_size(5,
+                                                           [object()] * 4))
 
     def test_no_limit_uses_max_limit(self):
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
         self.flags(max_limit=500, group='api')
-        self.assertEqual(55, instance_list.cells_batch_size(
+        self.assertEqual(75, instance_list.cells_batch_size(
             None, [object()] * 10))
 
     def test_fixed_and_single_cell_are_novas(self):
