@@ -111,7 +111,8 @@ class Loader:
         for name, model in _RELATED.items():
             if name in self.joins:
                 self._related(session, rows, uuids, name, model)
-        if 'extra' in self.joins:
+        if 'extra' in self.joins or self.extra:
+            # nova joins instance_extra for an ``extra.<column>`` alone too.
             self._extra(session, rows, uuids)
         for name in _MANUAL:
             if name in self.joins:

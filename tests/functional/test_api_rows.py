@@ -192,9 +192,15 @@ class PlainRowsTestMixin:
                     inst.c.uuid == live[0].uuid)).scalar_one()
 
     def _load(self, ctx: Any, filters: dict[str, Any], attrs: list[str],
-              plain: bool, limit: int | None = None) -> list[Any]:
+              plain: bool, limit: int | None = None,
+              cols: list[str] | None = None) -> list[Any]:
+        """One batch, loaded by nova (*plain* False) or by the loader.
+
+        :param cols: the joins; nova's ``_expected_cols(attrs)`` if None.
+        """
         spec = instance_list.sort_order(None, None)
-        cols = instance_obj._expected_cols(list(attrs))
+        if cols is None:
+            cols = instance_obj._expected_cols(list(attrs))
         with nova_context.target_cell(ctx, self.cell) as cctxt:
             loader = rows.Loader(cctxt, cols) if plain else None
             with keyset.paging(None, loader):
@@ -254,6 +260,18 @@ class PlainRowsTestMixin:
             self.assertEqual(limit, len(ours))  # type: ignore[attr-defined]
             self.assertEqual(  # type: ignore[attr-defined]
                 [], _differences(theirs, ours)[:10], limit)
+
+    def test_extra_column_without_extra_join_is_nova_objects(self) -> None:
+        """``extra.flavor`` alone (no ``extra``): nova joins it anyway."""
+        for cols in (['extra.flavor'],
+                     ['info_cache', 'extra.flavor', 'extra.numa_topology']):
+            attrs = [c.split('.', 1)[-1] for c in cols]
+            theirs = self._load(self.ctx, {'deleted': False}, attrs, False,
+                                cols=cols)
+            ours = self._load(self.ctx, {'deleted': False}, attrs, True,
+                              cols=cols)
+            self.assertEqual(  # type: ignore[attr-defined]
+                [], _differences(theirs, ours)[:10], cols)
 
     def test_joins_it_does_not_know_stay_with_nova(self) -> None:
         """``fault``, ``pci_devices`` and nova's default joins: not ours."""
