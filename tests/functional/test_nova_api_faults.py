@@ -22,7 +22,10 @@ on real MariaDB. Two private servers (see
     victim  cell3                                      (frozen: SIGSTOP)
 
 The cell mappings log in as a user with a password, which no log line
-may show. The only stub is neutron's security group bindings.
+may show. The only stub is neutron's security group bindings. A request
+with cell3 frozen may take ``list_cell_timeout`` + 1 s more than the
+same request with every cell healthy (the issue's bound on what a frozen
+cell costs).
 
 Regression: the request used to take 62 s at 2.1 (122 s at 2.69) with
 list_cell_timeout = 2 s: after the listing, nova-api asks every cell for
@@ -60,7 +63,8 @@ SECRET_FORMS = (PASSWORD, urllib.parse.quote_plus(PASSWORD),
                 urllib.parse.quote(PASSWORD, safe=''), 'Fr0zen', 'n0va@Pw')
 #: ``[cellsched] list_cell_timeout`` in these tests.
 CELL_TIMEOUT = 2.0
-#: The bound the issue asks for: a frozen cell costs at most this.
+#: The bound the issue asks for: a frozen cell costs a request at most
+#: this more than the same request with every cell healthy.
 BOUND = CELL_TIMEOUT + 1.0
 #: ``[cellsched] api_stuck_queries_per_cell`` in these tests.
 STUCK_CAP = 2
@@ -178,6 +182,17 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
                          'the replacement did not serve the request')
         return body, elapsed
 
+    def frozen_bound(self, version='2.1'):
+        """Seconds a request may take once cell3 is frozen.
+
+        :data:`BOUND` plus what the same request takes with every cell
+        healthy (the quicker of two, measured now): the issue bounds
+        what the frozen cell costs, and on a loaded 2-core machine the
+        request alone has taken up to a second.
+        """
+        return BOUND + min(self.detail(version=version)[1]
+                           for _ in range(2))
+
     def uuids_of(self, *names):
         return set().union(*(self.expected[n] for n in names))
 
@@ -210,10 +225,11 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         body, _ = self.detail()
         everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
         self.assertEqual(everything, self.ids(body))
+        bound = self.frozen_bound()
 
         self.freeze()
         body, elapsed = self.detail()
-        self.assertLessEqual(elapsed, BOUND)
+        self.assertLessEqual(elapsed, bound)
         self.assertEqual(self.uuids_of('cell0', 'cell1', 'cell2'),
                          self.ids(body))
         self.assertIn('Cell %s is not responding'
@@ -222,9 +238,10 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
 
     def test_down_cell_is_unknown_at_2_69(self):
         """At 2.69 nova adds cell3's servers as minimal constructs."""
+        bound = self.frozen_bound(version='2.69')
         self.freeze()
         body, elapsed = self.detail(version='2.69')
-        self.assertLessEqual(elapsed, BOUND)
+        self.assertLessEqual(elapsed, bound)
         self.assertEqual(self.uuids_of('cell0', 'cell1', 'cell2'),
                          {s['id'] for s in body['servers']
                           if s['status'] != 'UNKNOWN'})
@@ -246,13 +263,14 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         """
         self.cfg.config(list_records_by_skipping_down_cells=False,
                         group='api')
+        bound = self.frozen_bound()
         self.freeze()
         req = fakes.HTTPRequest.blank(DETAIL, version='2.1',
                                       use_admin_context=True)
         start = time.monotonic()
         exc = self.assertRaises(webob.exc.HTTPInternalServerError,
                                 self.controller.detail, req)
-        self.assertLessEqual(time.monotonic() - start, BOUND)
+        self.assertLessEqual(time.monotonic() - start, bound)
         self.assertEqual(500, exc.code)
         cause = exc.__context__
         self.assertIsInstance(cause, nova_exception.NovaException)
@@ -270,9 +288,12 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         port = self.victim.port
         everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
         # Warm up: the worker pool and nova's engines exist.
+        warm = []
         for _ in range(3):
-            body, _ = self.detail()
+            body, elapsed = self.detail()
             self.assertEqual(everything, self.ids(body))
+            warm.append(elapsed)
+        bound = BOUND + min(warm)
         threads_before = threading.active_count()
         connections_before = connections_to(port)
         self.assertGreaterEqual(connections_before, 1)
@@ -282,7 +303,7 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         threads, connections = [], []
         for _ in range(20):
             body, elapsed = self.detail()
-            self.assertLessEqual(elapsed, BOUND)
+            self.assertLessEqual(elapsed, bound)
             self.assertEqual(healthy, self.ids(body))
             threads.append(threading.active_count())
             connections.append(connections_to(port))
