@@ -43,13 +43,15 @@ SIGNATURES = {
         '(ctx, filters, limit, marker, columns_to_join, sort_keys, '
         'sort_dirs, cell_mappings=None, batch_size=None, '
         'cell_down_support=False)',
-    ('nova.compute.instance_list', 'get_instance_list_cells_batch_size'):
-        '(limit, cells)',
     ('nova.db.main.api', 'instance_get_all_by_filters_sort'):
         '(context, filters, limit=None, marker=None, columns_to_join=None, '
         'sort_keys=None, sort_dirs=None)',
     ('nova.db.main.api', 'instance_get_by_uuid'):
         '(context, uuid, columns_to_join=None)',
+    ('nova.db.main.api', '_instance_metadata_get_multi'):
+        '(context, instance_uuids)',
+    ('nova.db.main.api', '_instance_system_metadata_get_multi'):
+        '(context, instance_uuids)',
     ('oslo_db.sqlalchemy.utils', 'paginate_query'):
         '(query, model, limit, sort_keys, marker=None, sort_dir=None, '
         'sort_dirs=None)',
