@@ -34,6 +34,7 @@ later nova) is left to nova's loading: :func:`supports` says so.
 """
 
 import collections
+import functools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -69,13 +70,14 @@ def supports(columns_to_join: Iterable[str] | None) -> bool:
                for column in columns_to_join)
 
 
-def _columns(model: Any) -> list[Any]:
-    """Every column attribute of *model*, deferred ones included."""
-    return [getattr(model, prop.key)
-            for prop in sa.inspect(model).column_attrs]
+@functools.cache
+def _columns(model: Any) -> tuple[Any, ...]:
+    """Every column attribute of *model*, deferred ones included.
 
-
-_INSTANCE_COLUMNS = _columns(models.Instance)
+    Read once per model: every batch of every cell asks again.
+    """
+    return tuple(getattr(model, prop.key)
+                 for prop in sa.inspect(model).column_attrs)
 
 
 class Loader:
@@ -104,7 +106,7 @@ class Loader:
         """The rows of nova's *query*, each with its joins, as dicts."""
         session = query.session
         rows = [row._asdict() for row in
-                query.with_entities(*_INSTANCE_COLUMNS)]
+                query.with_entities(*_columns(models.Instance))]
         if not rows:
             return rows
         uuids = [row['uuid'] for row in rows]
