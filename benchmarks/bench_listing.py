@@ -1036,7 +1036,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-
 def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:
     """What every results file starts with: command, date, versions."""
     return {
@@ -1047,6 +1046,7 @@ def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:
         'sqlalchemy': sa.__version__, 'python': platform.python_version(),
         'cpus': os.cpu_count(),
     }
+
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
