@@ -13,11 +13,49 @@
 """Base pieces of the ``nova-cellsched`` commands."""
 
 import argparse
+import gc
+import importlib
 from typing import Any
 
 from oslo_config import cfg
 
 from nova_cellsched import exception
+
+
+#: True while :func:`pause_collector` holds the collector off.
+_COLLECTOR_PAUSED = False
+
+
+def pause_collector() -> None:
+    """Start the process without the cyclic garbage collector.
+
+    For the console script only (:func:`nova_cellsched.cmd.cellsched.
+    console_main`), never for a process that embeds :func:`main`.
+    Importing nova and its libraries makes about a million objects that
+    live as long as the process; the collector scanned them three times
+    over during start-up (0.2-0.35 s of a 1-2 s command) and found
+    nothing to free. :meth:`CellschedCommandMixin.run` turns it back on
+    (:func:`resume_collector`) once the command's modules are loaded, so
+    the command's own work is collected as usual.
+    """
+    global _COLLECTOR_PAUSED
+    if gc.isenabled():
+        gc.disable()
+        _COLLECTOR_PAUSED = True
+
+
+def resume_collector() -> None:
+    """Turn the collector back on, without start-up's objects.
+
+    They are moved to the permanent generation (``gc.freeze``), which
+    collections do not scan. Does nothing unless
+    :func:`pause_collector` paused it.
+    """
+    global _COLLECTOR_PAUSED
+    if _COLLECTOR_PAUSED:
+        gc.freeze()
+        gc.enable()
+        _COLLECTOR_PAUSED = False
 
 
 class CellschedCommandMixin:
@@ -26,6 +64,9 @@ class CellschedCommandMixin:
     app: Any
     #: False for commands that make their own configuration (demo).
     needs_config = True
+    #: Modules the command's work imports, loaded before the collector
+    #: is turned back on (see :func:`pause_collector`).
+    start_up_imports: tuple[str, ...] = ()
 
     def get_epilog(self) -> str:
         """The command's epilog and its hooks', as cliff gives them.
@@ -50,6 +91,9 @@ class CellschedCommandMixin:
         try:
             if self.needs_config:
                 self.app.raise_config_error()
+            for name in self.start_up_imports:
+                importlib.import_module(name)
+            resume_collector()
             return int(super().run(parsed_args))  # type: ignore[misc]
         except exception.CellschedError as exc:
             if self.app.options.debug:

@@ -49,6 +49,7 @@ shown with its password masked.
 """
 
 import argparse
+import gc
 import logging
 import os
 import sys
@@ -314,5 +315,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
 
 
+def console_main() -> int:
+    """The ``nova-cellsched`` console script: :func:`main` as a process.
+
+    Start-up runs without the cyclic garbage collector
+    (:func:`nova_cellsched.cmd.base.pause_collector`), and whatever is
+    left when the command ends is frozen (``gc.freeze``) so that the
+    interpreter's exit does not scan it: with nova imported, that final
+    collection took 0.5 s of every call. Output is written and closed
+    by then; nothing is lost by not scanning for cycles at exit.
+    """
+    from nova_cellsched.cmd import base
+
+    base.pause_collector()
+    try:
+        return main()
+    finally:
+        base.resume_collector()
+        gc.freeze()
+
+
 if __name__ == '__main__':
-    sys.exit(main())
+    sys.exit(console_main())

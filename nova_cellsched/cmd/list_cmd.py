@@ -192,6 +192,8 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
     (-f json prints []) and stderr says so.
     """
 
+    start_up_imports = ('nova_cellsched.listing.lister',)
+
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
         # An empty listing is an empty table, not a blank line.

@@ -29,6 +29,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 import uuid as uuid_lib
 
 import fixtures
@@ -139,6 +140,12 @@ class CliTestCase(db.FunctionalTestCase):
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             return list(pool.map(one, arg_lists))
+
+    @staticmethod
+    def cli_pool_map(function, items):
+        """*function* over *items* concurrently, results in order."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            return list(pool.map(function, items))
 
     def assertExit(self, code, run):
         self.assertEqual(code, run.code, run)
@@ -390,6 +397,64 @@ class ListCliTest(CliTestCase):
                                         **kwargs)
         self.assertTrue(result.complete, result.failures)
         return [r['uuid'] for r in result.instances]
+
+    def test_console_script_pauses_the_collector_for_start_up_only(self):
+        """The console script starts without the cyclic collector.
+
+        ``console_main`` pauses it while nova.conf is read (nova is
+        imported then) and turns it back on, start-up's objects frozen
+        out of its sight, before the listing runs; what is left at the
+        end is frozen too. ``main`` called in a process of its own
+        leaves the collector alone.
+        """
+        script = textwrap.dedent('''
+            import gc, json, sys
+            from nova_cellsched.cmd import cellsched, list_cmd, nova_setup
+            seen = {}
+            load_config = nova_setup.load_config
+            def spy_config(args):
+                seen['config'] = gc.isenabled()
+                return load_config(args)
+            take_action = list_cmd.ListInstances.take_action
+            def spy_list(self, parsed_args):
+                seen['list'] = [gc.isenabled(), gc.get_freeze_count()]
+                return take_action(self, parsed_args)
+            nova_setup.load_config = spy_config
+            list_cmd.ListInstances.take_action = spy_list
+            argv = ['--config-file', sys.argv[2], 'list', '-f', 'json']
+            if sys.argv[1] == 'main':
+                seen['code'] = cellsched.main(argv)
+            else:
+                sys.argv = ['nova-cellsched'] + argv
+                seen['code'] = cellsched.console_main()
+            seen['end'] = [gc.isenabled(), gc.get_freeze_count()]
+            sys.stderr.write('RESULT %s\\n' % json.dumps(seen))
+        ''')
+
+        def run(mode):
+            proc = subprocess.run(
+                [sys.executable, '-c', script, mode, self.conf],
+                cwd=self.tmp, env=self.env, text=True, capture_output=True,
+                timeout=180, stdin=subprocess.DEVNULL)
+            lines = [line for line in proc.stderr.splitlines()
+                     if line.startswith('RESULT ')]
+            self.assertEqual(1, len(lines), proc.stderr[-3000:])
+            seen = json.loads(lines[0][len('RESULT '):])
+            self.assertEqual(0, seen['code'], proc.stderr[-3000:])
+            return seen
+
+        main, console = self.cli_pool_map(run, ['main', 'console'])
+        # main(): the collector on throughout, nothing frozen.
+        self.assertEqual({'code': 0, 'config': True, 'list': [True, 0],
+                          'end': [True, 0]}, main)
+        # console_main(): off while nova.conf is read, on (start-up
+        # frozen) for the listing, everything frozen at the end.
+        self.assertFalse(console['config'])
+        enabled, frozen = console['list']
+        self.assertTrue(enabled)
+        self.assertGreater(frozen, 0)
+        self.assertEqual(True, console['end'][0])
+        self.assertGreater(console['end'][1], frozen)
 
     def test_list_formats(self):
         """Table and --long: every live instance once, in order.
