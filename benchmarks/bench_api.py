@@ -488,6 +488,22 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
                 n.get('view', 0), o.get('view', 0), n['validation'],
                 o['validation'], n['rest'], o['rest'], n.get('gc', 0),
                 o.get('gc', 0)))
+    lines += ['', 'What any replacement of the two functions could give '
+              '(from the medians above): end to end if the replaced part '
+              'took no time at all, nova total / (nova total - nova '
+              'replaced); the replaced part while nova\'s '
+              '`_make_instance_list` builds the objects and gathering took '
+              'no time, nova replaced / our objects.', '',
+              '| world | version | end to end x at best | replaced x at '
+              'best with nova\'s objects |', '|---|---|---|---|']
+    for p in report['points']:
+        n, o = p['nova'], p['ours']
+        rest = n['total'] - n['replaced']
+        objects = o.get('replaced:objects', 0)
+        lines.append('| %s | %s | %s | %s |' % (
+            p['world'], p['version'],
+            '%.2f' % (n['total'] / rest) if rest > 0 else '-',
+            '%.2f' % (n['replaced'] / objects) if objects > 0 else '-'))
     lines += ['', 'Inside the replaced part (ours) and the view (ours, ms):',
               '', '| world | version | rows (gather + merge) | objects | '
               'full GC in replaced n/o | request_specs | host_status | '
