@@ -15,7 +15,7 @@
 Every run is a new process, as an operator's call is::
 
     python benchmarks/bench_startup.py [--repeat 5] [--dir DIR]
-        [--json results.json]
+        [--json results.json] [--baseline CHECKOUT]
 
 It builds (or reuses) the demo world in ``--dir`` (``nova-cellsched demo
 --cells 10 --instances 10000``, SQLite files, as the README's quick start
@@ -31,6 +31,14 @@ nova_cellsched.cmd.cellsched``; the environment is the caller's, so
 its target, so the script can gate a change; the tests never time
 anything.
 
+``--baseline CHECKOUT`` also runs another checkout of this repository
+(``git worktree add /tmp/before REV``) with the same Python, each of its
+runs right before one of this checkout's, and prints its medians and the
+ratio: this machine's speed has been seen to change by a factor of two
+within minutes, so a before/after comparison is only fair within one
+run. A fixed pure-Python loop is timed before and after as well and
+printed as the machine's speed at the time.
+
 To see where the time goes: ``python -X importtime -m
 nova_cellsched.cmd.cellsched --config-file DIR/nova.conf list --limit 20``.
 """
@@ -44,6 +52,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 TARGETS = {'list --limit 20': 1.0, '--help': 0.3}
 
@@ -60,13 +69,39 @@ def cpu_of_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(argv: list[str]) -> tuple[float, float]:
+def run(argv: list[str], **kwargs: Any) -> tuple[float, float]:
     """Wall and CPU seconds of one process; it must exit 0."""
     cpu = cpu_of_children()
     start = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+                   stderr=subprocess.DEVNULL, **kwargs)
     return time.perf_counter() - start, cpu_of_children() - cpu
+
+
+def reference_loop() -> float:
+    """CPU seconds of a fixed pure-Python loop: the machine's speed."""
+    start = time.process_time()
+    sum(range(20_000_000))
+    return time.process_time() - start
+
+
+def baseline_runner(checkout: str) -> dict[str, Any]:
+    """subprocess.run arguments for the command of another checkout.
+
+    ``python -m`` with the checkout as the working directory and on
+    ``PYTHONPATH``, so its package shadows the installed one.
+    """
+    env = dict(os.environ)
+    env['PYTHONPATH'] = os.pathsep.join(
+        [checkout] + ([env['PYTHONPATH']] if env.get('PYTHONPATH') else []))
+    return {'cwd': checkout, 'env': env}
+
+
+def summary(runs: list[tuple[float, float]]) -> dict[str, Any]:
+    times = [wall for wall, _cpu in runs]
+    return {'median_s': statistics.median(times),
+            'cpu_median_s': statistics.median(cpu for _wall, cpu in runs),
+            'runs_s': times}
 
 
 def main() -> int:
@@ -76,6 +111,9 @@ def main() -> int:
                         help='Demo world (built when missing).')
     parser.add_argument('--json', metavar='FILE',
                         help='Also write the results as JSON.')
+    parser.add_argument('--baseline', metavar='CHECKOUT',
+                        help='Another checkout to run alternately, for '
+                             'a before/after ratio.')
     args = parser.parse_args()
 
     cmd = command()
@@ -87,16 +125,26 @@ def main() -> int:
     cases = {'list --limit 20': cmd + ['--config-file', conf, 'list',
                                        '--limit', '20'],
              '--help': cmd + ['--help']}
+    base = baseline_runner(os.path.abspath(args.baseline)) \
+        if args.baseline else None
+    base_cmd = [sys.executable, '-m', 'nova_cellsched.cmd.cellsched']
     for argv in cases.values():
         run(argv)  # warm the file system cache and the bytecode
-    results = {}
+        if base:
+            run(base_cmd + argv[len(cmd):], **base)
+    speed = [reference_loop()]
+    results: dict[str, Any] = {}
     for name, argv in cases.items():
-        runs = [run(argv) for _ in range(args.repeat)]
-        times = [wall for wall, _cpu in runs]
-        results[name] = {'median_s': statistics.median(times),
-                         'cpu_median_s': statistics.median(
-                             cpu for _wall, cpu in runs),
-                         'runs_s': times, 'target_s': TARGETS[name]}
+        runs, base_runs = [], []
+        for _ in range(args.repeat):
+            if base:
+                base_runs.append(run(base_cmd + argv[len(cmd):], **base))
+            runs.append(run(argv))
+        results[name] = summary(runs)
+        results[name]['target_s'] = TARGETS[name]
+        if base:
+            results[name]['baseline'] = summary(base_runs)
+    speed.append(reference_loop())
 
     print('%-18s %9s %9s %9s  %s' % ('command', 'median s', 'target s',
                                      'cpu s', 'runs s'))
@@ -109,11 +157,20 @@ def main() -> int:
             result['cpu_median_s'],
             ' '.join('%.3f' % t for t in result['runs_s']),
             'ok' if ok else 'MISSED'))
+        if base:
+            b = result['baseline']
+            print('%-18s %9.3f %9s %9.3f  %s  (%.2fx)' % (
+                '  baseline', b['median_s'], '', b['cpu_median_s'],
+                ' '.join('%.3f' % t for t in b['runs_s']),
+                b['median_s'] / result['median_s']))
+    print('machine speed: a fixed loop took %.3f s before the runs and '
+          '%.3f s after' % tuple(speed))
     if args.json:
         with open(args.json, 'w') as handle:
             json.dump({'python': platform.python_version(),
-                       'command': cmd, 'results': results}, handle,
-                      indent=1)
+                       'command': cmd, 'baseline': args.baseline,
+                       'reference_loop_s': speed, 'results': results},
+                      handle, indent=1)
             handle.write('\n')
     return 1 if missed else 0
 
