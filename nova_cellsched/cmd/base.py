@@ -77,7 +77,7 @@ class CellschedCommandMixin:
         distribution (``importlib.metadata.packages_distributions``),
         0.14-0.24 s of each call in nova's virtualenv. Every command here
         is the application's own, so the note is never shown
-        (``tests/unit/test_cli.py`` checks the texts are cliff's).
+        (``tests/unit/test_cli_app.py`` checks the texts are cliff's).
         """
         parts = [self._epilog or '']  # type: ignore[attr-defined]
         for hook in self._hooks:  # type: ignore[attr-defined]
