@@ -506,8 +506,6 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
               '|---|---|---|---|---|']
     for p in report['points']:
         n, o = p['nova'], p['ours']
-        if 'total:validation_ignored' not in n:
-            continue  # a report written before this table existed
         lines.append('| %s | %s | %.0f | %.0f | %.2f |' % (
             p['world'], p['version'], n['total:validation_ignored'],
             o['total:validation_ignored'],
