@@ -19,7 +19,9 @@ from typing import Any
 
 from cliff import lister
 
+from nova_cellsched.cmd.base import cell_order
 from nova_cellsched.cmd.base import CellschedCommandMixin
+from nova_cellsched.cmd.base import natural_key
 from nova_cellsched import exception
 from nova_cellsched.scheduler import policy as policy_mod
 
@@ -48,8 +50,8 @@ def select_cells(cell_mappings: Sequence[Any], ref: str | None) -> list[Any]:
         return cells
     found = [cm for cm in cells if ref in (cm.uuid, cm.name)]
     if len(found) != 1:
-        names = ', '.join(sorted('%s (%s)' % (cm.name, cm.uuid)
-                                 for cm in cells))
+        names = ', '.join('%s (%s)' % (cm.name, cm.uuid)
+                          for cm in cell_order(cells))
         raise exception.InvalidListRequest(
             '--cell', ref, 'the name or uuid of exactly one cell other '
             'than cell0 (%s); %s' % (
@@ -67,6 +69,11 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
     more. Other aggregates of a provider are kept. Lists what changed;
     nothing to do prints an empty table. A cell whose database cannot be
     read is listed as a failure (exit 1) and its aggregate left as it is.
+    Placement unreachable or failing (5xx) stops the sync with exit 3:
+    nothing is written when it fails while the aggregates are read, and
+    no write is started after the failure (removals come after every
+    addition succeeded). At most ``--workers`` placement requests are in
+    flight.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -75,6 +82,10 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
                             help='List the changes without making them.')
         parser.add_argument('--cell', metavar='NAME_OR_UUID',
                             help='Only this cell\'s aggregate.')
+        parser.add_argument('--workers', metavar='N', type=_positive,
+                            help='Placement requests kept in flight '
+                            '(default: [cellsched] aggregate_sync_workers, '
+                            '8).')
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace
@@ -83,21 +94,50 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
         from nova_cellsched.scheduler import aggregate_sync
 
         cells = select_cells(nova_setup.cell_mappings(), parsed_args.cell)
+        workers = parsed_args.workers or \
+            nova_setup.conf().cellsched.aggregate_sync_workers
         placement = aggregate_sync.Placement()
-        rows = aggregate_sync.sync(placement, cells,
-                                   dry_run=parsed_args.dry_run)
+        try:
+            rows = aggregate_sync.sync(placement, cells,
+                                       dry_run=parsed_args.dry_run,
+                                       workers=workers)
+        except aggregate_sync.SyncFailed as exc:
+            # The table shows how far it went; the error is the last line.
+            self._fault = exc
+            rows = exc.rows
         self._failures = [row for row in rows if row.failed]
         for row in self._failures:
             self.app.stderr.write('%s (cell %s%s)\n' % (
                 row.result, row.cell,
                 ', provider %s' % row.provider if row.provider else ''))
+        # The sync lists by cell uuid; show cells in natural name order
+        # (a stable sort keeps each cell's providers in their order).
+        rows = sorted(rows, key=lambda r: natural_key(r.cell))
         return SYNC_COLUMNS, [(r.cell, r.aggregate, r.provider, r.action,
                                r.result) for r in rows]
 
     def run(self, parsed_args: argparse.Namespace) -> int:
         self._failures = []
+        self._fault: exception.CellschedError | None = None
         result = super().run(parsed_args)
+        if self._fault is not None:
+            self.app.stderr.write('nova-cellsched: error: %s\n'
+                                  % self._fault)
+            return result or self._fault.exit_code
         return result or (1 if self._failures else 0)
+
+
+def _positive(value: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(
+            'expected a positive integer (placement requests in flight), '
+            'got %r' % value)
+    return number
 
 
 def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
@@ -116,7 +156,8 @@ def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
         try:
             found = aggregate_sync.problems(
                 aggregate_sync.Placement(),
-                select_cells(cell_mappings, None))
+                select_cells(cell_mappings, None),
+                workers=conf.cellsched.aggregate_sync_workers)
         except exception.CellschedError as exc:
             why_not = 'the cell aggregates were not checked: %s' % exc
     if why_not is not None:
@@ -131,13 +172,34 @@ def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
 
 
 def explain_aggregates(conf: Any, allowed: frozenset[str] | None,
-                       stderr: Any) -> None:
-    """Write the aggregates the pre-filter requires for a project."""
+                       stderr: Any, policy: Any = None,
+                       project: str | None = None) -> None:
+    """Write the aggregates the pre-filter requires for a project.
+
+    :param policy: the resolved :class:`~.policy.Policy`; with *project*,
+        the form ``[cellsched] placement_prefilter_form`` picks for a
+        project not in ``cells_projects`` is shown, else ``member_of``.
+    """
+    from nova_cellsched.scheduler import decision
+
     state = 'on' if conf.cellsched.placement_prefilter else \
         'off ([cellsched] placement_prefilter)'
+    form = conf.cellsched.placement_prefilter_form
+    others: frozenset[str] | None = None
+    if (allowed and policy is not None and project is not None and
+            not policy.is_dedicated(project)):
+        rest = frozenset(policy.cells) - allowed - {policy_mod.CELL0_UUID}
+        if decision.forbidden_form(form, allowed, rest):
+            others = rest
     if allowed is None:
         stderr.write('placement pre-filter %s: requires no aggregate (the '
                      'mapping is empty)\n' % state)
+    elif others is not None:
+        stderr.write('placement pre-filter %s: new servers require %s '
+                     '([cellsched] placement_prefilter_form = %s)\n'
+                     % (state, 'member_of=!in:%s' % ','.join(sorted(others))
+                        if others else 'no aggregate (every cell is a '
+                        'default cell)', form))
     elif allowed:
         stderr.write('placement pre-filter %s: new servers require '
                      'member_of=in:%s\n' % (state, ','.join(sorted(allowed))))

@@ -14,14 +14,20 @@
 
 Reads each cell's compute nodes (``target_cell`` +
 ``ComputeNodeList.get_all``) and the members of each cell aggregate
-(``GET /resource_providers?member_of=``) and applies
-:func:`~.aggregates.diff` through nova's placement report client, one
-provider at a time: read its aggregates and generation, write them back
-changed only in cell aggregates, read again and retry on a generation
-conflict. Used by ``nova-cellsched sync-aggregates`` and ``check``.
+(``GET /resource_providers?member_of=``, one request per cell: placement
+lists no provider's aggregates in bulk) and applies
+:func:`~.aggregates.diff` through nova's placement report client. Only a
+provider whose membership must change costs more: read its aggregates and
+generation, write them back changed only in cell aggregates, read again
+and retry on a generation conflict. Aggregate members are listed, and
+providers written, by a pool of *workers* threads, so at most
+*workers* placement requests are in flight. Used by ``nova-cellsched
+sync-aggregates`` and ``check``.
 """
 
+import concurrent.futures
 import dataclasses
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -46,6 +52,11 @@ CELL_DB_ERRORS: tuple[type[BaseException], ...] = (
     db_exc.DBError, sa_exc.SQLAlchemyError, OSError)
 #: Writes tried per provider before it is reported as failed.
 ATTEMPTS = 5
+#: Placement requests a sync keeps in flight unless told otherwise
+#: (``[cellsched] aggregate_sync_workers``). Below the 10 connections
+#: requests keeps per host, and a load a normal placement service (a few
+#: API workers) takes next to nova's own traffic.
+WORKERS = 8
 
 #: Results of a change; anything else in :attr:`SyncRow.result` is an error.
 DONE = 'done'
@@ -73,6 +84,16 @@ class PlacementError(exception.CellschedError):
     exit_code = 1
 
 
+class PlacementFailed(PlacementError):
+    """Placement answered a request with a server error (5xx).
+
+    Like :class:`~nova_cellsched.exception.PlacementUnreachable` it stops
+    a sync (exit status 3): placement is not in a state to be written to.
+    """
+
+    exit_code = 3
+
+
 class Placement:
     """The few placement calls a sync needs, through nova's report client.
 
@@ -98,7 +119,9 @@ class Placement:
             *args, version=VERSION,
             global_request_id=self.context.global_id))
         if resp.status_code != 200 and resp.status_code not in accept:
-            raise PlacementError('%s %s: %s %s' % (
+            error = PlacementFailed if resp.status_code >= 500 else \
+                PlacementError
+            raise error('%s %s: %s %s' % (
                 method.upper(), url, resp.status_code, resp.text))
         return resp
 
@@ -185,69 +208,166 @@ class CellsRead:
     labels: Mapping[str, str]
 
 
+def _label(cm: Any) -> str:
+    return '%s (%s)' % (cm.name, cm.uuid) if cm.name else cm.uuid
+
+
+def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
+    if workers < 1:
+        raise ValueError('workers must be at least 1, got %r' % workers)
+    return concurrent.futures.ThreadPoolExecutor(
+        max_workers=workers, thread_name_prefix='cellsched-sync')
+
+
 def read_cells(placement: Placement, cell_mappings: Iterable[Any],
-               nodes_of: Callable[[Any], frozenset[str]] = read_nodes
-               ) -> CellsRead:
+               nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
+               workers: int = WORKERS) -> CellsRead:
     """Read every cell but cell0: nodes from its database, members from
     placement. A cell whose database fails is in ``unreadable`` only.
+
+    Placement lists the aggregates' members on *workers* threads while
+    the cell databases are read in this thread, one query per cell, one
+    cell after the other (nova's ``target_cell`` is not shared with the
+    threads).
+
+    :raises PlacementUnreachable, PlacementError: placement did not list
+        an aggregate's members; nothing can be decided then.
     """
+    cells = [cm for cm in cell_mappings if cm.uuid != CELL0_UUID]
+    labels = {cm.uuid: _label(cm) for cm in cells}
     nodes: dict[str, frozenset[str]] = {}
     members: dict[str, frozenset[str]] = {}
     unreadable: dict[str, str] = {}
-    labels: dict[str, str] = {}
-    for cm in cell_mappings:
-        if cm.uuid == CELL0_UUID:
-            continue
-        labels[cm.uuid] = '%s (%s)' % (cm.name, cm.uuid) if cm.name \
-            else cm.uuid
-        members[cm.uuid] = placement.members(cm.uuid)
+    with _pool(workers) as pool:
+        futures = {cm.uuid: pool.submit(placement.members, cm.uuid)
+                   for cm in cells}
         try:
-            nodes[cm.uuid] = nodes_of(cm)
-        except CELL_DB_ERRORS as exc:
-            reason = (str(getattr(exc, 'orig', None) or exc).strip()
-                      .splitlines() or [''])[0]
-            unreadable[cm.uuid] = '%s: %s' % (type(exc).__name__, reason)
-            LOG.warning('Cannot read the compute nodes of cell %s, its '
-                        'aggregate is left as it is: %s', labels[cm.uuid],
-                        unreadable[cm.uuid])
+            for cm in cells:
+                try:
+                    nodes[cm.uuid] = nodes_of(cm)
+                except CELL_DB_ERRORS as exc:
+                    reason = (str(getattr(exc, 'orig', None) or exc).strip()
+                              .splitlines() or [''])[0]
+                    unreadable[cm.uuid] = '%s: %s' % (type(exc).__name__,
+                                                      reason)
+                    LOG.warning('Cannot read the compute nodes of cell %s, '
+                                'its aggregate is left as it is: %s',
+                                labels[cm.uuid], unreadable[cm.uuid])
+            for cm in cells:
+                members[cm.uuid] = futures[cm.uuid].result()
+        except BaseException:
+            for future in futures.values():
+                future.cancel()
+            raise
     return CellsRead(nodes, members, unreadable, labels)
+
+
+#: Result of an update not started because placement failed before it.
+NOT_STARTED = ('not started: placement failed during the sync (see the '
+               'error); run again')
+
+
+class _Writer:
+    """Applies provider updates on a pool; stops at a placement fault."""
+
+    def __init__(self, placement: Placement) -> None:
+        self.placement = placement
+        self.fault: exception.CellschedError | None = None
+        self._lock = threading.Lock()
+
+    def apply(self, update: aggregates.ProviderUpdate) -> str:
+        with self._lock:
+            if self.fault is not None:
+                return NOT_STARTED
+        try:
+            return self.placement.apply(update)
+        except (PlacementFailed, exception.PlacementUnreachable) as exc:
+            with self._lock:
+                if self.fault is None:
+                    self.fault = exc
+            return 'failed: %s' % exc
+        except PlacementError as exc:
+            return 'failed: %s' % exc
+
+    def apply_all(self, pool: concurrent.futures.Executor,
+                  updates: list[aggregates.ProviderUpdate]
+                  ) -> dict[str, str]:
+        futures = {u.provider: pool.submit(self.apply, u) for u in updates}
+        return {provider: future.result()
+                for provider, future in futures.items()}
+
+
+class SyncFailed(exception.CellschedError):
+    """Placement failed in the middle of a sync (exit status 3).
+
+    :ivar rows: the sync's rows, as far as it went.
+    """
+
+    exit_code = 3
+
+    def __init__(self, cause: exception.CellschedError,
+                 rows: list['SyncRow']) -> None:
+        self.cause = cause
+        self.rows = rows
+        done = sum(1 for row in rows if row.result == DONE)
+        super().__init__(
+            'placement failed during the sync, which stopped: %s; %d '
+            'change(s) made, no removal started after the failure; run '
+            'the sync again once placement answers' % (cause, done))
 
 
 def sync(placement: Placement, cell_mappings: Iterable[Any],
          dry_run: bool = False,
-         nodes_of: Callable[[Any], frozenset[str]] = read_nodes
-         ) -> list[SyncRow]:
+         nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
+         workers: int = WORKERS) -> list[SyncRow]:
     """Make each cell aggregate hold exactly its cell's compute nodes.
+
+    At most *workers* placement requests are in flight. Providers that
+    only join aggregates are written first; providers that leave one are
+    written only when all of those succeeded without a placement fault.
+    A provider that changes under the sync (generation conflict) is read
+    and written again, :data:`ATTEMPTS` times at most.
 
     :returns: one row per change (and per unreadable cell), in cell and
         provider order; a row whose :attr:`SyncRow.failed` is true is a
         failure.
+    :raises PlacementUnreachable, PlacementFailed: placement failed while
+        the aggregates were read: nothing was written.
+    :raises SyncFailed: placement failed (unreachable, 5xx) while
+        providers were written: no write was started after the failure,
+        and none that removes a provider from an aggregate if it came
+        while providers were being added.
     """
-    state = read_cells(placement, cell_mappings, nodes_of)
+    state = read_cells(placement, cell_mappings, nodes_of, workers)
     rows = [SyncRow(state.labels[cell], cell, '', 'skip cell',
                     'failed: cannot read the cell database (%s); nothing '
                     'changed in its aggregate' % reason)
             for cell, reason in sorted(state.unreadable.items())]
     changes = aggregates.diff(state.nodes, state.members)
     results: dict[str, str] = {}
-    if not dry_run:
-        for update in aggregates.per_provider(changes):
-            try:
-                results[update.provider] = placement.apply(update)
-            except PlacementError as exc:
-                results[update.provider] = 'failed: %s' % exc
+    writer = _Writer(placement)
+    if not dry_run and changes:
+        updates = aggregates.per_provider(changes)
+        with _pool(workers) as pool:
+            results.update(writer.apply_all(
+                pool, [u for u in updates if not u.remove]))
+            results.update(writer.apply_all(
+                pool, [u for u in updates if u.remove]))
     for change in changes:
         rows.append(SyncRow(state.labels[change.cell], change.cell,
                             change.provider, change.action.value,
                             DRY_RUN if dry_run else results[change.provider]))
+    if writer.fault is not None:
+        raise SyncFailed(writer.fault, rows)
     return rows
 
 
-def problems(placement: Placement, cell_mappings: Iterable[Any]) -> list[str]:
+def problems(placement: Placement, cell_mappings: Iterable[Any],
+             workers: int = WORKERS) -> list[str]:
     """``check``'s lines about the cell aggregates (see
     :func:`.aggregates.problems`), unreadable cells included.
     """
-    state = read_cells(placement, cell_mappings)
+    state = read_cells(placement, cell_mappings, workers=workers)
     found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
              'is not checked' % (state.labels[cell], reason)
              for cell, reason in sorted(state.unreadable.items())]

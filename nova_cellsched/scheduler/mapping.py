@@ -32,7 +32,6 @@ project id that is a uuid becomes keystone's 32 hex digit form.
 """
 
 import dataclasses
-import functools
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -99,19 +98,6 @@ class CellsMapping:
     def is_empty(self) -> bool:
         """True when neither option names a cell: nothing is restricted."""
         return not self.default and not self.projects
-
-    @functools.cached_property
-    def project_index(self) -> Mapping[str, frozenset[str]]:
-        """Project id -> the cell references dedicated to it."""
-        index: dict[str, set[str]] = {}
-        for cell, projects in self.projects:
-            for project in projects:
-                index.setdefault(project, set()).add(cell)
-        return {p: frozenset(c) for p, c in index.items()}
-
-    def cells_for_project(self, project_id: str) -> frozenset[str] | None:
-        """Cell references dedicated to *project_id*, None if unmapped."""
-        return self.project_index.get(normalize_project_id(project_id))
 
     def render_projects(self) -> str:
         """Render ``projects`` back into ``cells_projects`` syntax."""

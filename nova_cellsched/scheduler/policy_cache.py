@@ -18,8 +18,10 @@ reload rules are tested without nova.
 The rules:
 
 * The raw option values are read on every call to :meth:`current`; they
-  are parsed again only when they changed (SIGHUP, ``self.flags()``), so
-  the hot path is one tuple comparison.
+  are parsed again only when they changed, so the hot path is one tuple
+  comparison. In nova-scheduler the reader returns the pair that
+  :mod:`.state`'s mutate hook installed on SIGHUP (one tuple), and the
+  hook calls :meth:`current` itself, so the new policy is built there.
 * The first value must parse (:class:`InvalidCellsMapping` is raised: the
   filter does not load). A later value that does not parse is logged once
   at error level and the last good mapping stays in force.

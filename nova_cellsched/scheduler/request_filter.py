@@ -22,8 +22,9 @@ uuid (kept by ``nova-cellsched sync-aggregates``).
 
 Nova reads request filters from
 ``nova.scheduler.request_filter.ALL_REQUEST_FILTERS`` and has no entry
-point for them: :func:`register` appends ours once, and the host filter's
-module calls it when nova-scheduler loads ``ProjectCellFilter``.
+point for them: :func:`register` appends ours, once;
+``ProjectCellFilter.__init__`` calls it when nova-scheduler builds the
+filter. Importing this module changes nothing in nova.
 """
 
 from typing import Any
@@ -36,6 +37,8 @@ from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
 
 from nova_cellsched import conf
+from nova_cellsched.scheduler import decision
+from nova_cellsched.scheduler import state
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -44,15 +47,22 @@ conf.register_opts(CONF)
 
 @nova_request_filter.trace_request_filter
 def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
-    """Require placement aggregates of the cells the request may use.
+    """Restrict placement to the cell aggregates the request may use.
 
-    Same decision as ProjectCellFilter (:func:`.host_filter.allowed_cells`):
-    the pinned cell of a same-cell move (even a disabled one), the
-    project's cells (new servers, cross-cell resize), else the default
-    cells. Adds nothing when ``[cellsched] placement_prefilter`` is off,
-    for rebuilds, and when both mapping options are empty.
+    The table of :func:`.decision.placement_scope`: the allowed cells'
+    aggregates for a new server or a cross-cell resize (same decision as
+    ProjectCellFilter), or for a project not in ``cells_projects``,
+    depending on ``[cellsched] placement_prefilter_form``, every other
+    cell's aggregate forbidden; for a same-cell move, every aggregate but the
+    pinned cell's is forbidden, so a node not synced yet is not lost;
+    nothing for a request that names its host or node (forced or
+    requested: nova asks placement for that node only, and nova's
+    HostManager skips the host filters for forced hosts). Adds nothing
+    when ``[cellsched] placement_prefilter`` is off, for rebuilds, and
+    when both mapping options are empty.
 
-    :returns: True when the filter applied, as nova's request filters.
+    :returns: True when the filter added something, as nova's request
+        filters.
     :raises nova.exception.RequestFilterFailed: the project may use no
         cell (the scheduler turns it into NoValidHost).
     """
@@ -60,20 +70,17 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
         return False
     if scheduler_utils.request_is_rebuild(request_spec):
         return False
-    from nova_cellsched.scheduler import host_filter
-
-    cache = host_filter.shared_cache()
-    allowed = host_filter.allowed_cells(cache, request_spec)
-    if allowed is None:
+    target = decision.target_of(request_spec)
+    if target is not None:
+        LOG.debug('require_cell_aggregates request filter skipped: the '
+                  'request names its destination (%s)', target)
         return False
-    if not allowed:
-        # Maybe a cell created since the cells were read: look once more
-        # (rate limited by the cache) before failing the request.
-        cache.refresh_cells()
-        allowed = host_filter.allowed_cells(cache, request_spec)
-        if allowed is None:
-            return False
-    if not allowed:
+    cache = state.get().cache
+    scope = decision.placement_scope(
+        cache, request_spec, CONF[conf.GROUP_NAME].placement_prefilter_form)
+    if scope is None:
+        return False
+    if scope.required is not None and not scope.required:
         LOG.warning('Project %(project)s may use no cell (see [cellsched] '
                     'cells_default=%(default)r and cells_projects='
                     '%(projects)r, and "nova-cellsched explain --project '
@@ -86,10 +93,21 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     if ('requested_destination' not in request_spec or
             request_spec.requested_destination is None):
         request_spec.requested_destination = objects.Destination()
-    uuids = sorted(allowed)
-    request_spec.requested_destination.require_aggregates(uuids)
-    LOG.debug('require_cell_aggregates request filter added aggregates %s '
-              'for project %r', ','.join(uuids), request_spec.project_id)
+    dest = request_spec.requested_destination
+    if scope.required:
+        uuids = sorted(scope.required)
+        dest.require_aggregates(uuids)
+        LOG.debug('require_cell_aggregates request filter added aggregates '
+                  '%s for project %r', ','.join(uuids),
+                  request_spec.project_id)
+    if scope.forbidden:
+        dest.append_forbidden_aggregates(set(scope.forbidden))
+        uuids = sorted(scope.forbidden)
+        pinned = decision.pinned_cell(request_spec)
+        LOG.debug('require_cell_aggregates request filter forbade the '
+                  'aggregates of the other cells %s for %s', ','.join(uuids),
+                  'a move within cell %s' % pinned if pinned else
+                  'project %r (default cells)' % request_spec.project_id)
     return True
 
 

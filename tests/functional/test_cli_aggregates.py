@@ -133,7 +133,8 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
         self.assertEqual({'dry run'}, {r['Result'] for r in dry.json()})
         self.assertEqual(set(), self._members('cell1'))
 
-        first = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+        first = self.cli('sync-aggregates', '--workers', '2', '-f', 'json',
+                         conf=self.conf)
         self.assertExit(0, first)
         self.assertEqual(
             sorted((self.world.uuid_of(c), n, 'add', 'done')
@@ -191,6 +192,18 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
                       'member_of=in:%s' % self.world.uuid_of('cell1'),
                       run.err)
 
+    def test_explain_shows_forbidden_form(self):
+        """An unmapped project in the forbidden form: the other cells."""
+        conf = test_cli.write_conf(
+            self.tmp, 'forbidden.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1',
+            extra='placement_prefilter_form = forbidden\n')
+        run = self.cli('explain', '--project', 'someone', conf=conf)
+        self.assertExit(0, run)
+        self.assertIn('new servers require member_of=!in:%s ([cellsched] '
+                      'placement_prefilter_form = forbidden)'
+                      % self.world.uuid_of('cell2'), run.err)
+
     def test_exit_codes(self):
         """2 for a bad --cell or no [placement] auth, 3 for no placement;
         check notes an unconfigured placement, or fails when the
@@ -207,6 +220,10 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
         self.assertIn("invalid --cell 'nosuchcell'", bad_cell.err)
         self.assertExit(2, no_auth)
         self.assertIn('[placement]', no_auth.err)
+        no_workers = self.cli('sync-aggregates', '--workers', '0',
+                              conf=self.conf)
+        self.assertExit(2, no_workers)
+        self.assertIn('expected a positive integer', no_workers.err)
         down = self.cli('sync-aggregates', conf=unreachable)
         self.assertExit(3, down)
         self.assertIn('cannot reach the placement API', down.err)

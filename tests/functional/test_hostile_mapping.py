@@ -30,7 +30,6 @@ from nova.tests.unit.scheduler import fakes  # isort: skip
 import logging
 import re
 import time
-import unittest
 import uuid as uuid_lib
 
 import fixtures
@@ -41,12 +40,16 @@ from nova import objects
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 from oslotest import base
+import testtools
+import testtools.content
+import testtools.content_type
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping
 from nova_cellsched.scheduler import policy as policy_mod
+from tests import scheduler_state
 
 CONF = nova.conf.CONF
 COUNTS = {}
@@ -190,14 +193,24 @@ DEFAULTS = st.one_of(VALUES, st.lists(
     max_size=5).map(','.join))
 
 
-class ParserFuzzTest(unittest.TestCase):
+def _counts_detail(test):
+    """The counts so far as a detail of *test*, read when it ends.
+
+    A figure for the README, not output: ``stestr last --all-attachments``
+    shows it; a passing run prints nothing.
+    """
+    test.addDetail('hostile-mapping-counts', testtools.content.Content(
+        testtools.content_type.UTF8_TEXT,
+        lambda: [('hostile mapping: %s' % ', '.join(
+            '%s %d' % kv for kv in sorted(COUNTS.items()))).encode()]))
+
+
+class ParserFuzzTest(testtools.TestCase):
     """mapping.parse against the reference, on hostile text."""
 
-    @classmethod
-    def tearDownClass(cls):
-        print('hostile mapping: %s' % ', '.join(
-            '%s %d' % kv for kv in sorted(COUNTS.items())))
-        super().tearDownClass()
+    def setUp(self):
+        super().setUp()
+        _counts_detail(self)
 
     def check(self, default, projects):
         _count('parser inputs')
@@ -228,10 +241,18 @@ class ParserFuzzTest(unittest.TestCase):
             default_cells, pairs = expected
             self.assertEqual(default_cells, got.default)
             self.assertEqual(pairs, {c: set(ps) for c, ps in got.projects})
-            # Nobody gets a cell the text did not give them.
-            for project, cells in got.project_index.items():
+            # Nobody gets a cell the text did not give them: resolved as
+            # the scheduler resolves it, each reference naming one cell.
+            refs = dict.fromkeys(got.default + tuple(c for c, _ in
+                                                     got.projects))
+            by_uuid = {str(uuid_lib.uuid5(uuid_lib.NAMESPACE_OID, r)): r
+                       for r in refs}
+            resolved = policy_mod.resolve(got, [
+                policy_mod.CellInfo(u, name=r) for u, r in by_uuid.items()])
+            for project, cells in resolved.project_cells.items():
                 self.assertEqual(
-                    {c for c, ps in pairs.items() if project in ps}, cells)
+                    {c for c, ps in pairs.items() if project in ps},
+                    {by_uuid[u] for u in cells})
             # What the text gives, a rendering gives again.
             again = mapping.parse(got.render_default(),
                                   got.render_projects())
@@ -347,6 +368,7 @@ class IsolationPropertyTest(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
+        _counts_detail(self)
         objects.register_all()
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
@@ -356,6 +378,7 @@ class IsolationPropertyTest(base.BaseTestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.cell_infos.load_cell_infos',
             lambda: list(self.universe)))
+        self.policy_state = self.useFixture(scheduler_state.FreshPolicy())
 
     @hypothesis.settings(max_examples=400, deadline=None, derandomize=True,
                          suppress_health_check=list(hypothesis.HealthCheck))
@@ -368,6 +391,8 @@ class IsolationPropertyTest(base.BaseTestCase):
                         cells_projects=','.join(
                             '%s:%s' % (c, ';'.join(ps)) for c, ps in pairs),
                         group='cellsched')
+        # Each example is a scheduler starting with its own cells.
+        self.policy_state.install(None)
         filt = filters.ProjectCellFilter()
         outsider = str(uuid_lib.uuid4())
         hosts = [fakes.FakeHostState('h%d-%d' % (i, k), 'n',
@@ -422,8 +447,9 @@ class UnreadableOptionTest(base.BaseTestCase):
         conf_mod.register_opts(self.conf)
         self.conf(['--config-file', self.path], default_config_files=[])
         self.addCleanup(self.conf.reset)
-        self.useFixture(fixtures.MonkeyPatch('nova_cellsched.scheduler.host_filter.CONF',
-                                             self.conf))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.state.CONF', self.conf))
+        self.useFixture(scheduler_state.FreshPolicy())
         self.cells = [policy_mod.CellInfo(str(uuid_lib.uuid4()), name)
                       for name in ('cell1', 'cell2')]
         self.useFixture(fixtures.MonkeyPatch(
@@ -448,8 +474,8 @@ class UnreadableOptionTest(base.BaseTestCase):
 
         cells_projects = cell2:$ops is read by oslo.config as an
         interpolation of an option "ops"; reading it raises
-        cfg.NoSuchOptError. filters._read_options does not catch it and
-        PolicyCache.current() calls it on every request, so every
+        cfg.NoSuchOptError. The option reader did not catch it and
+        PolicyCache.current() called it on every request, so every
         scheduling request fails with NoSuchOptError until the value is
         fixed -- instead of "logged as an error and the last good mapping
         stays in force" (README, conf.py help).

@@ -41,6 +41,7 @@ from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler import policy as policy_mod
+from tests import scheduler_state
 
 CELLS = 20
 HOSTS = 10000
@@ -125,7 +126,9 @@ class FilterReloadLoadTest(base.BaseTestCase):
             return list(self.cells)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.host_filter.CONF', self.conf))
+            'nova_cellsched.scheduler.state.CONF', self.conf))
+        # Each test's first filter builds the policy from self.conf.
+        self.useFixture(scheduler_state.FreshPolicy())
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.cell_infos.load_cell_infos', load_cells))
         self.assertIs(cell_infos.load_cell_infos, load_cells)
@@ -199,7 +202,6 @@ class FilterReloadLoadTest(base.BaseTestCase):
                 'reload; %d mixes, %d exceptions'
                 % (len(decided), HOSTS, CELLS, DECIDERS, RELOADS, elapsed,
                    sum(1 for d in decided if d), len(mixes), len(errors)))
-        print(text)
         self.addDetail('filter-load-%s' % self.id().rsplit('.', 1)[1],
                        testtools.content.text_content(text))
         return decided, mixes, errors, reload_errors
@@ -222,19 +224,20 @@ class FilterReloadLoadTest(base.BaseTestCase):
     def test_decisions_during_100_atomic_reloads(self):
         """The filter and its policy cache never mix two mappings.
 
-        The options are swapped as one value (a tuple replaced by one
-        assignment), so any mix would be the filter's or the cache's.
+        The mutate hook gets each version's options as one value, without
+        oslo.config, so any mix would be the filter's or the cache's.
         """
         snapshot = [(tuple(self.conf.cellsched.cells_default),
                      self.conf.cellsched.cells_projects)]
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.host_filter._read_options',
-            lambda: snapshot[0]))
+            'nova_cellsched.scheduler.state.read_options',
+            lambda conf_obj: snapshot[0]))
         filt = filters.ProjectCellFilter()
 
         def swap(v):
             text_default, text_projects, _allowed = self.versions[v]
             snapshot[0] = (tuple(text_default.split(',')), text_projects)
+            scheduler_state.sighup(self.conf)
             time.sleep(0.001)
 
         decided, mixes, errors, reload_errors = self.run_load(swap)
@@ -244,13 +247,15 @@ class FilterReloadLoadTest(base.BaseTestCase):
         self.assertEqual(DECISIONS, len(decided))
         self.assertGreater(sum(1 for d in decided if d), 0)
         self.assert_last_version_in_force(filt)
-        # At most one line per reload: a request installs the newest
-        # options it can read, so quick reloads may be taken together, and
-        # a slow reader never rolls the policy back (which logged extra
+        # At most one line per reload: the hook or a request installs the
+        # newest options, so quick reloads may be taken together, and a
+        # slow reader never rolls the policy back (which logged extra
         # lines; see test_slow_reader_does_not_roll_back_the_policy).
         changes = self.logs.output.count('[cellsched] options changed')
-        print('filter load: %d "options changed" lines for %d reloads'
-              % (changes, RELOADS))
+        self.addDetail('filter-load-reload-lines',
+                       testtools.content.text_content(
+                           'filter load: %d "options changed" lines for %d '
+                           'reloads' % (changes, RELOADS)))
         self.assertGreater(changes, 0)
         self.assertLessEqual(changes, RELOADS)
 
@@ -294,13 +299,13 @@ class FilterReloadLoadTest(base.BaseTestCase):
         """Was a bug: decisions during a SIGHUP mix old and new mappings.
 
         With mutate_config_files() in another thread, hundreds of the
-        1,000 decisions allow cells that neither the old nor the new
-        mapping allows. Two causes, shown one by one by the next two
-        tests: filters._read_options reads the two options one after the
-        other (a SIGHUP between the reads is a torn pair), and oslo.config
+        1,000 decisions allowed cells that neither the old nor the new
+        mapping allows: requests read the two options one after the other
+        (a SIGHUP between the reads is a torn pair), and oslo.config
         clears its value cache *before* it installs the new namespace, so
-        a request that reads an option while the files are parsed caches
-        the old value again, until the next SIGHUP.
+        a request that read an option while the files were parsed cached
+        the old value again, until the next SIGHUP. Now only the mutate
+        hook reads the pair, once the new values are in.
         """
         filt = filters.ProjectCellFilter()
         decided, mixes, errors, reload_errors = self.run_load(self.sighup)
@@ -326,14 +331,14 @@ class FilterReloadLoadTest(base.BaseTestCase):
                 return project, got
         self.fail('versions %d and %d do not make a telling mix' % (a, b))
 
-    def test_sighup_between_the_two_option_reads(self):
-        """Was a bug: filters._read_options is not one consistent read.
+    def test_requests_do_not_read_the_options(self):
+        """Was a bug: a SIGHUP between a request's two option reads.
 
-        It reads cells_default, then cells_projects. A SIGHUP that lands
-        between the two reads gives the cache (old default, new
-        projects), which it parses and uses: here a project dedicated to
-        one cell in the old mapping and unnamed in the new one is sent to
-        the *old* default cells.
+        Requests read cells_default, then cells_projects; a SIGHUP landing
+        between the two reads gave the cache (old default, new projects),
+        which it parsed and used. Now a request reads neither option:
+        a SIGHUP fired by a read of cells_default is never fired by one,
+        and the request decides with the mapping in force.
         """
         project, _mix = self._mixed_project(0, 1)
         conf = self.conf
@@ -362,24 +367,27 @@ class FilterReloadLoadTest(base.BaseTestCase):
                 return getattr(conf, name)
 
         filt = filters.ProjectCellFilter()
+        reads = SighupBetweenReads()
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.host_filter.CONF', SighupBetweenReads()))
+            'nova_cellsched.scheduler.state.CONF', reads))
         spec = objects.RequestSpec(project_id=project)
         got = frozenset(h.cell_uuid
                         for h in filt.filter_all(self.hosts, spec))
-        self.assertIn(got, (self.versions[0][2][project],
-                            self.versions[1][2][project]))
+        self.assertEqual(self.versions[0][2][project], got)
+        self.assertTrue(reads.group.armed)
 
-    def test_request_between_install_and_hooks_gets_no_torn_pair(self):
+    def test_request_between_install_and_hooks_gets_one_version(self):
         """Was a bug: a cached old option paired with a fresh new one.
 
         mutate_config_files() installs the new values, logs each change,
-        and only then runs the mutate hooks (which clear the value cache).
-        A scheduler thread that read cells_default during the parse has
-        the old default cached; a request after the install and before
-        the hooks reads the new cells_projects next to it. Reading twice
-        agreed (both cached now), so the torn pair was used: it failed
-        the load test above once in a CI run (1 of 1,000 decisions).
+        and only then runs the mutate hooks. A scheduler thread that read
+        cells_default during the parse had the old default cached; a
+        request after the install and before the hooks read the new
+        cells_projects next to it, and used the torn pair (it failed the
+        load test above once in a CI run, 1 of 1,000 decisions). Now a
+        request during the parse reads no option of the pair, a request
+        before the hooks decides with the old version, and the hook
+        installs the whole new one.
         """
         project, _mix = self._mixed_project(0, 1)
         filt = filters.ProjectCellFilter()
@@ -395,24 +403,24 @@ class FilterReloadLoadTest(base.BaseTestCase):
         warn_immutability = conf._warn_immutability
         decided = []
 
-        def parse_with_a_reader():
+        def parse_with_a_request():
             namespace = reload_files()
-            # Another scheduler thread reads one option meanwhile.
-            getattr(conf.cellsched, 'cells_default')
+            # Another scheduler thread decides meanwhile.
+            decided.append(decide())
             return namespace
 
         def right_after_install():
             warn_immutability()
             decided.append(decide())
 
-        conf._reload_config_files = parse_with_a_reader
+        conf._reload_config_files = parse_with_a_request
         conf._warn_immutability = right_after_install
         try:
             self.sighup(1)
         finally:
             del conf._reload_config_files
             del conf._warn_immutability
-        self.assertEqual([self.versions[1][2][project]], decided)
+        self.assertEqual([self.versions[0][2][project]] * 2, decided)
         self.assertEqual(self.versions[1][2][project], decide())
 
     def test_request_during_sighup_does_not_undo_it(self):

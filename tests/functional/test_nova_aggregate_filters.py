@@ -38,6 +38,7 @@ from nova.tests.functional import test_aggregates
 from nova_cellsched import cells as cells_mod
 from nova_cellsched.scheduler import aggregate_sync
 from nova_cellsched.scheduler import request_filter
+from tests import scheduler_state
 
 
 class _WithPrefilter:
@@ -56,13 +57,19 @@ class _WithPrefilter:
     def setUp(self):
         super().setUp()
         # No ProjectCellFilter is built by these schedulers: start from a
-        # fresh policy cache, not one left by another test's cells.
+        # fresh policy, not one left by another test's cells, and register
+        # the pre-filter as building the filter would.
+        self.useFixture(scheduler_state.FreshPolicy())
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.host_filter._shared_cache', None))
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
+            list(nova_request_filter.ALL_REQUEST_FILTERS)))
+        self.assertTrue(request_filter.register())
         self.assertIn(request_filter.require_cell_aggregates,
                       nova_request_filter.ALL_REQUEST_FILTERS)
+        # The member_of form: with cell1 the only cell, 'auto' would
+        # forbid nothing and add nothing to the query.
         self.flags(cells_default=['cell1'], placement_prefilter=True,
-                   group='cellsched')
+                   placement_prefilter_form='member_of', group='cellsched')
         rows = aggregate_sync.sync(
             aggregate_sync.Placement(report.SchedulerReportClient()),
             cells_mod.load_cell_mappings())

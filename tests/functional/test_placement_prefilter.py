@@ -32,6 +32,8 @@ with it placement only offers the project's cells.
 from nova.tests.functional import integrated_helpers  # noqa: F401,I001
 
 import os
+import threading
+import time
 import urllib.parse
 
 import fixtures
@@ -42,12 +44,14 @@ from nova.policies import base as base_policies
 from nova.policies import servers as servers_policies
 from nova.scheduler.client import report
 from oslo_config import cfg
+import requests
+import testscenarios
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.scheduler import aggregate_sync
-from nova_cellsched.scheduler import host_filter
 from tests.functional import test_project_cell_filter as base
+from tests import scheduler_state
 
 MAPPED = base.MAPPED
 UNMAPPED = base.UNMAPPED
@@ -118,15 +122,35 @@ class PrefilterTestBase(base.MultiCellTestBase):
         return wanted + '&' in self.stdlog.logger.output
 
 
-class PlacementPrefilterTest(PrefilterTestBase):
-    """The pre-filter: starvation gone, ProjectCellFilter's rules kept."""
+class PlacementPrefilterTest(testscenarios.WithScenarios, PrefilterTestBase):
+    """The pre-filter: starvation gone, ProjectCellFilter's rules kept.
+
+    Once per form of the default cells (``[cellsched]
+    placement_prefilter_form``): required (member_of) and forbidden
+    aggregates.
+    """
+
+    scenarios = [('member_of', dict(form='member_of')),
+                 ('forbidden', dict(form='forbidden'))]
 
     def setUp(self):
         super().setUp()
+        self.flags(placement_prefilter_form=self.form, group='cellsched')
         self._sync()
 
+    def _default_cells_logged(self, allowed, others):
+        """True when placement was asked for the default cells *allowed*
+        in this test's form (forbidding *others* in the forbidden form).
+        """
+        if self.form == 'member_of':
+            return self._required_aggregates_logged(*allowed)
+        wanted = 'member_of=' + urllib.parse.quote('!in:' + ','.join(
+            sorted(self.cell_uuids[n] for n in others)), safe='')
+        return wanted in self.stdlog.logger.output
+
     def test_prefilter_is_registered_once(self):
-        """Loading the filter module put the pre-filter in nova's list."""
+        """The scheduler building the filter put the pre-filter in nova's list.
+        """
         from nova.scheduler import request_filter as nova_request_filter
 
         names = [f.__name__ for f in nova_request_filter.ALL_REQUEST_FILTERS]
@@ -165,6 +189,8 @@ class PlacementPrefilterTest(PrefilterTestBase):
         self._prefilter(True)
         servers = self._boot_many(UNMAPPED, 2)
         self.assertEqual({'cell2'}, self._cells_of(servers))
+        self.assertTrue(self._default_cells_logged(['cell2'],
+                                                   ['cell1', 'cell3']))
         self.assertEqual({'cell1'}, self._cells_of([self._boot(OTHER)]))
 
     def test_many_boots_land_in_allowed_cells(self):
@@ -177,6 +203,8 @@ class PlacementPrefilterTest(PrefilterTestBase):
             unmapped.append(self._boot(UNMAPPED))
         self.assertEqual({'cell2'}, self._cells_of(mapped))
         self.assertEqual({'cell1'}, self._cells_of(unmapped))
+        self.assertTrue(self._default_cells_logged(['cell1'],
+                                                   ['cell2', 'cell3']))
 
     def test_project_without_cells_fails_before_placement(self):
         """An empty allowed set is NoValidHost and a line naming both."""
@@ -193,14 +221,16 @@ class PlacementPrefilterTest(PrefilterTestBase):
     def test_same_cell_moves_in_disabled_cell(self):
         """A cell disabled after the build keeps its servers' moves.
 
-        The pre-filter requires the pinned cell's aggregate (cell3, in
-        neither option): resize and cold migration stay in cell3.
+        For a move pinned to cell3 (in neither option) the pre-filter
+        forbids the other cells' aggregates: resize and cold migration
+        stay in cell3.
         """
         self._prefilter(True)
         self._set_cells(default=['cell3'], projects='cell2:' + MAPPED)
         server = self._boot(UNMAPPED)
         self.assertEqual('cell3', self._cell_of(server))
         self._set_cells(default=['cell1'], projects='cell2:' + MAPPED)
+        logged = len(self.stdlog.logger.output)
 
         source = server['OS-EXT-SRV-ATTR:host']
         server = self._resize_server(server, base.FLAVOR_SMALL)
@@ -213,7 +243,15 @@ class PlacementPrefilterTest(PrefilterTestBase):
         self.assertEqual('cell3', self._cell_of(server))
         self.assertNotEqual(source, server['OS-EXT-SRV-ATTR:host'])
         self._confirm_resize(server)
-        self.assertTrue(self._required_aggregates_logged('cell3'))
+        forbidden = 'member_of=' + urllib.parse.quote('!in:' + ','.join(
+            sorted(self.cell_uuids[n] for n in ('cell1', 'cell2'))),
+            safe='')
+        queries = [line for line in
+                   self.stdlog.logger.output[logged:].splitlines()
+                   if 'GET /placement/allocation_candidates?' in line]
+        self.assertEqual(2, len(queries), queries)
+        for query in queries:
+            self.assertIn(forbidden, query)
         self.assertEqual('cell1', self._cell_of(self._boot(UNMAPPED)))
 
     def test_cross_cell_resize_goes_to_the_project_cells(self):
@@ -260,11 +298,13 @@ class PlacementPrefilterTest(PrefilterTestBase):
         conf_mod.register_opts(conf)
         conf(['--config-file', path], default_config_files=[])
         self.addCleanup(conf.reset)
-        # What ProjectCellFilter() does on nova's CONF in a real scheduler.
-        conf.register_mutate_hook(host_filter._after_reload)
-        for module in ('host_filter', 'request_filter'):
+        # The scheduler reads this ConfigOpts instead of nova's CONF: its
+        # next request builds the shared policy from it and registers the
+        # mutate hook on it, as ProjectCellFilter() does at start.
+        for module in ('state', 'request_filter'):
             self.useFixture(fixtures.MonkeyPatch(
                 'nova_cellsched.scheduler.%s.CONF' % module, conf))
+        self.useFixture(scheduler_state.FreshPolicy())
         self._limit(1)
         self.assertEqual('cell2', self._cell_of(self._boot(MAPPED)))
 
@@ -328,6 +368,190 @@ class PlacementPrefilterTest(PrefilterTestBase):
         # The sync left nova's aggregates alone, and theirs left ours.
         self.assertEqual({'small1', 'small2'}, self._members('cell2'))
         self.assertEqual([], self._sync())
+
+
+class PrefilterNamedHostAndMoveTest(PrefilterTestBase):
+    """Forced and requested hosts, and same-cell moves, with the pre-filter.
+
+    The aggregates are synced, then a compute node is added that is in
+    no cell aggregate yet (``sync-aggregates`` has not run since): the
+    node must still be usable wherever nova itself already restricts the
+    request, with ProjectCellFilter still deciding where nova runs it.
+    The admin's project is mapped nowhere: its cell is cell1.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self._sync()
+        self._prefilter(True)
+
+    def _start_unsynced(self, host, cell_name):
+        self._start_compute(host, cell_name=cell_name)
+        self.assertEqual(set(), self.placement_api.aggregates_of(
+            self._get_provider_uuid_by_host(host))[0])
+
+    def _admin_boot(self, expected_state='ACTIVE', **kwargs):
+        body = self._build_server(flavor_id=base.FLAVOR_TINY,
+                                  networks='none', **kwargs)
+        server = self.admin_api.post_server({'server': body})
+        return self._wait_for_state_change(server, expected_state)
+
+    def _placement_queries(self, since):
+        return [line for line in
+                self.stdlog.logger.output[since:].splitlines()
+                if 'GET /placement/allocation_candidates?' in line]
+
+    def _service_id(self, host):
+        return self.admin_api.get_services(
+            host=host, binary='nova-compute')[0]['id']
+
+    def test_forced_host_not_yet_synced_lands_there(self):
+        """availability_zone='nova:host' reaches a node in no aggregate.
+
+        nova asks placement for that node alone (in_tree); the pre-filter
+        adds nothing, as ProjectCellFilter is skipped for forced hosts.
+        """
+        self._start_unsynced('big4', 'cell1')
+        logged = len(self.stdlog.logger.output)
+        server = self._admin_boot(az='nova:big4')
+        self.assertEqual('big4', server['OS-EXT-SRV-ATTR:host'])
+        queries = self._placement_queries(logged)
+        self.assertEqual(1, len(queries), queries)
+        self.assertIn('in_tree=', queries[0])
+        self.assertNotIn('member_of', queries[0])
+
+    def test_forced_host_bypasses_the_cells_as_all_filters(self):
+        """An admin may force a host of a cell the project may not use.
+
+        Forced hosts skip every host filter in nova, ProjectCellFilter
+        included; with the pre-filter on they still land (cell3 is named
+        in neither option), while unforced boots stay in cell1.
+        """
+        server = self._admin_boot(az='nova:c3a')
+        self.assertEqual('c3a', server['OS-EXT-SRV-ATTR:host'])
+        self.assertEqual('cell1', self._cell_of(self._admin_boot()))
+
+    def test_requested_host_not_yet_synced_lands_there(self):
+        """host= (2.74) reaches a node in no aggregate of an allowed cell.
+
+        A requested host, unlike a forced one, goes through the host
+        filters: one in a cell the project may not use still gets
+        NoValidHost, from ProjectCellFilter.
+        """
+        self._start_unsynced('big4', 'cell1')
+        server = self._admin_boot(host='big4')
+        self.assertEqual('big4', server['OS-EXT-SRV-ATTR:host'])
+
+        refused = self._admin_boot(expected_state='ERROR', host='c3a')
+        self.assertNoValidHost(refused)
+        passed_none = [line for line in
+                       self.stdlog.logger.output.splitlines()
+                       if 'No host passed: project' in line]
+        self.assertEqual(1, len(passed_none), passed_none)
+        self.assertIn("may use cells ['%s']" % self.cell_uuids['cell1'],
+                      passed_none[0])
+
+    def test_cold_migration_to_a_host_not_yet_synced(self):
+        """migrate --host to a new node of the server's own cell."""
+        server = self._boot(UNMAPPED)
+        self.assertEqual('cell1', self._cell_of(server))
+        self._start_unsynced('big4', 'cell1')
+        server = self._migrate_server(server, host='big4')
+        self.assertEqual('big4', server['OS-EXT-SRV-ATTR:host'])
+        self._confirm_resize(server)
+
+    def test_evacuation_to_a_host_not_yet_synced(self):
+        """evacuate --host to a new node of the server's own cell.
+
+        (Evacuated servers are stopped since API 2.95.)
+        """
+        server = self._boot(UNMAPPED)
+        source = server['OS-EXT-SRV-ATTR:host']
+        self.assertEqual('cell1', self._cell_of(server))
+        self._start_unsynced('big4', 'cell1')
+        self.computes[source].stop()
+        self.admin_api.put_service(self._service_id(source),
+                                   {'forced_down': True})
+        server = self._evacuate_server(
+            server, extra_post_args={'host': 'big4'}, expected_host='big4',
+            expected_state='SHUTOFF')
+        self.assertEqual('cell1', self._cell_of(server))
+
+    def test_same_cell_move_finds_a_node_not_yet_synced(self):
+        """A pinned move without a target fails open for its own cell.
+
+        The server is in cell3 (then disabled here); the other synced
+        node of cell3 is disabled, so a new node in no aggregate is the
+        only place to go. The pre-filter forbids the other cells'
+        aggregates instead of requiring cell3's, so placement still
+        leaves cell1's and cell2's nodes out.
+        """
+        self._set_cells(default=['cell3'], projects='cell2:' + MAPPED)
+        server = self._boot(UNMAPPED)
+        self.assertEqual('cell3', self._cell_of(server))
+        self._set_cells(default=['cell1'], projects='cell2:' + MAPPED)
+        other = ({'c3a', 'c3b'} - {server['OS-EXT-SRV-ATTR:host']}).pop()
+        self.admin_api.put_service(self._service_id(other),
+                                   {'status': 'disabled'})
+        self._start_unsynced('c3c', 'cell3')
+
+        logged = len(self.stdlog.logger.output)
+        server = self._migrate_server(server)
+        self.assertEqual('c3c', server['OS-EXT-SRV-ATTR:host'])
+        queries = self._placement_queries(logged)
+        self.assertEqual(1, len(queries), queries)
+        forbidden = 'member_of=' + urllib.parse.quote('!in:' + ','.join(
+            sorted(self.cell_uuids[n] for n in ('cell1', 'cell2'))),
+            safe='')
+        self.assertIn(forbidden, queries[0])
+        self.assertNotIn('member_of=in', queries[0])
+
+
+class WatchedClient:
+    """nova's real report client, with the requests a sync makes counted.
+
+    :ivar most: the most requests ever in flight at once.
+    :ivar calls: (method, path) of every request, in order.
+    :param hold: seconds each request waits before it is sent, so that
+        requests a sync runs in parallel do overlap.
+    :param fail: (method, path) -> a status placement seems to answer
+        instead of sending the request (a placement fault).
+    """
+
+    def __init__(self, client, hold=0.0, fail=None):
+        self.client = client
+        self.hold = hold
+        self.fail = fail or (lambda method, path: None)
+        self.lock = threading.Lock()
+        self.now = self.most = 0
+        self.calls = []
+
+    def _call(self, method, path, *args, **kwargs):
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.calls.append((method, path))
+        try:
+            time.sleep(self.hold)
+            status = self.fail(method, path)
+            if status is not None:
+                resp = requests.Response()
+                resp.status_code = status
+                resp._content = b'placement is failing'
+                return resp
+            return getattr(self.client, method)(path, *args, **kwargs)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+    def get(self, path, *args, **kwargs):
+        return self._call('get', path, *args, **kwargs)
+
+    def put(self, path, *args, **kwargs):
+        return self._call('put', path, *args, **kwargs)
+
+    def writes(self):
+        return [call for call in self.calls if call[0] != 'get']
 
 
 class SyncAggregatesTest(PrefilterTestBase):
@@ -427,6 +651,98 @@ class SyncAggregatesTest(PrefilterTestBase):
                       '\n'.join(aggregate_sync.problems(
                           self.placement_api,
                           cells_mod.load_cell_mappings())))
+
+    def _watched(self, **kwargs):
+        watched = WatchedClient(self.placement_api.client, **kwargs)
+        return watched, aggregate_sync.Placement(watched)
+
+    def test_never_more_requests_in_flight_than_workers(self):
+        """Cells are read and providers written in parallel, bounded."""
+        watched, placement = self._watched(hold=0.02)
+
+        rows = aggregate_sync.sync(placement, cells_mod.load_cell_mappings(),
+                                   workers=3)
+
+        self.assertEqual(7, len(rows))
+        self.assertEqual({'done'}, {r.result for r in rows})
+        self.assertLessEqual(watched.most, 3)
+        self.assertGreaterEqual(watched.most, 2)
+        self.assertEqual(7, len(watched.writes()))
+
+    def test_no_change_sync_only_reads_each_cell_aggregate(self):
+        """In sync: one request per cell (its aggregate's members), no
+        write, no per-provider read.
+        """
+        self._sync()
+        watched, placement = self._watched()
+
+        rows = aggregate_sync.sync(placement, cells_mod.load_cell_mappings())
+
+        self.assertEqual([], rows)
+        self.assertEqual([], watched.writes())
+        self.assertEqual(
+            sorted(('get', '/resource_providers?member_of=%s' % uuid)
+                   for name, uuid in self.cell_uuids.items()
+                   if name != 'cell0'),
+            sorted(watched.calls))
+
+    def _out_of_sync(self):
+        """small1 missing from cell2's aggregate (an add), c3b deleted
+        but in cell3's (a removal).
+        """
+        self._sync()
+        self._put('small1', lambda p: p - {self.cell_uuids['cell2']})
+        ctxt = nova_context.get_admin_context()
+        with nova_context.target_cell(ctxt,
+                                      self.cell_mappings['cell3']) as cctxt:
+            objects.ComputeNode.get_by_uuid(
+                cctxt, self._node_uuid('c3b')).destroy()
+
+    def test_placement_5xx_while_reading_writes_nothing(self):
+        """A member list answered 503: exit 3, no write at all."""
+        self._out_of_sync()
+        watched, placement = self._watched(
+            fail=lambda method, path: 503 if 'member_of' in path and
+            self.cell_uuids['cell3'] in path else None)
+
+        exc = self.assertRaises(
+            aggregate_sync.PlacementFailed, aggregate_sync.sync,
+            placement, cells_mod.load_cell_mappings())
+
+        self.assertEqual(3, exc.exit_code)
+        self.assertIn('503', str(exc))
+        self.assertEqual([], watched.writes())
+        self.assertEqual({'c3a', 'c3b'}, self._members('cell3'))
+        self.assertEqual({'small2'}, self._members('cell2'))
+
+    def test_placement_5xx_while_writing_removes_nothing(self):
+        """A write answered 500 stops the sync before any removal."""
+        self._out_of_sync()
+        watched, placement = self._watched(
+            fail=lambda method, path: 500 if method == 'put' else None)
+
+        exc = self.assertRaises(
+            aggregate_sync.SyncFailed, aggregate_sync.sync,
+            placement, cells_mod.load_cell_mappings())
+
+        self.assertEqual(3, exc.exit_code)
+        self.assertEqual(
+            [('cell2', 'small1', 'add'), ('cell3', 'c3b', 'remove')],
+            sorted((r.cell.split(' ')[0], self._host_of_node(r.provider),
+                    r.action)
+                   for r in exc.rows))
+        self.assertTrue(all(r.failed for r in exc.rows))
+        self.assertIn(aggregate_sync.NOT_STARTED,
+                      [r.result for r in exc.rows])
+        # Only the addition was tried; c3b is still in cell3's aggregate.
+        self.assertEqual(
+            [('put', '/resource_providers/%s/aggregates'
+              % self._node_uuid('small1'))], watched.writes())
+        self.assertEqual({'c3a', 'c3b'}, self._members('cell3'))
+        # The next run converges.
+        self.assertEqual({'done'}, {r.result for r in self._sync()})
+        self.assertEqual({'c3a'}, self._members('cell3'))
+        self.assertEqual({'small1', 'small2'}, self._members('cell2'))
 
     def _rename_nodes_table(self, old, new):
         """Rename a table of cell3's database (a real read failure)."""

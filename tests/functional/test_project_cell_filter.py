@@ -46,6 +46,8 @@ from nova.tests.functional import fixtures as func_fixtures
 
 # Registers the [cellsched] options on nova's CONF.
 from nova_cellsched.scheduler import host_filter as cellsched_filters
+from nova_cellsched.scheduler import state
+from tests import scheduler_state
 
 CONF = nova.conf.CONF
 
@@ -81,6 +83,8 @@ class MultiCellTestBase(
 
     def setUp(self):
         super().setUp()
+        # The scheduler started below builds the process's policy.
+        self.useFixture(scheduler_state.FreshPolicy())
         # Everything the scheduler and the API read at start is set before
         # they start; the filter reads its options on every request.
         api_paste = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
@@ -135,6 +139,7 @@ class MultiCellTestBase(
         """Set both [cellsched] options, as a SIGHUP'd nova.conf would."""
         self.flags(cells_default=list(default), cells_projects=projects,
                    group='cellsched')
+        scheduler_state.sighup(state.CONF)
 
     def _api_for(self, project_id):
         """A member (non-admin) API client of *project_id*."""

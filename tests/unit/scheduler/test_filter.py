@@ -34,9 +34,11 @@ import testscenarios
 
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
-from nova_cellsched.scheduler import policy_cache
 from nova_cellsched.scheduler import request_filter
+from nova_cellsched.scheduler import state
+from tests import scheduler_state
 
 # Keystone style project ids.
 PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
@@ -62,6 +64,7 @@ class FilterTestBase(test.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.policy_state = self.useFixture(scheduler_state.FreshPolicy())
         self.ctxt = nova_context.get_admin_context()
         self.cells = {name: self._create_cell(name) for name in CELLS}
 
@@ -77,11 +80,15 @@ class FilterTestBase(test.TestCase):
         return self.cells[name].uuid
 
     def _set_options(self, default, projects):
-        """Set the options; '{name}' stands for the uuid of cell name."""
+        """Set the options as a SIGHUP would.
+
+        '{name}' stands for the uuid of cell name.
+        """
         uuid_of = {name: cell.uuid for name, cell in self.cells.items()}
         self.flags(cells_default=[d.format_map(uuid_of) for d in default],
                    cells_projects=projects.format_map(uuid_of),
                    group='cellsched')
+        scheduler_state.sighup(state.CONF)
 
     def _hosts(self, names=CELLS, per_cell=2):
         return [fakes.FakeHostState('%s-host%d' % (name, i),
@@ -205,6 +212,15 @@ class DecisionTableTestCase(testscenarios.WithScenarios, FilterTestBase):
         ('unknown_default_other_default_still_works', dict(
             default=['nope', 'default1'], project=UNMAPPED,
             expected={'default1'})),
+        # Most cells are default cells: "auto" forbids the others.
+        ('unmapped_project_mostly_default_cells', dict(
+            default=['default1', '{default2}', 'spare'],
+            projects='dedicated_a:%s' % PROJ_A, project=UNMAPPED,
+            expected={'default1', 'default2', 'spare'})),
+        ('mapped_project_mostly_default_cells', dict(
+            default=['default1', '{default2}', 'spare'],
+            projects='dedicated_a:%s' % PROJ_A, project=PROJ_A,
+            expected={'dedicated_a'})),
     ]
 
     def test_filter_all(self):
@@ -235,16 +251,50 @@ class DecisionTableTestCase(testscenarios.WithScenarios, FilterTestBase):
             [filters.ProjectCellFilter()], hosts, spec, index=0)
         self.assertEqual(set(self.expected), self._cells_of(passed or []))
 
-    def test_prefilter_requires_the_cells_the_filter_passes(self):
+
+class PrefilterTableTestCase(testscenarios.WithScenarios, FilterTestBase):
+    """The pre-filter against the filter's truth table, in each form.
+
+    Every row of :class:`DecisionTableTestCase`, once per value of
+    ``[cellsched] placement_prefilter_form``.
+    """
+
+    default = STD_DEFAULT
+    projects = STD_PROJECTS
+    dest = None
+    cell = None
+    rebuild = False
+    hosts = CELLS
+
+    scenarios = testscenarios.multiply_scenarios(
+        DecisionTableTestCase.scenarios,
+        [(form, dict(form=form)) for form in decision.FORMS])
+
+    def _forbidden_form(self, passed):
+        """The form the row should get: forbidden for a project not in
+        cells_projects when the option says so, or says auto and the
+        other cells are fewer than the default cells.
+        """
+        dedicated = self.project.replace('-', '') in self.projects
+        others = len(CELLS) - len(passed)
+        return not dedicated and (
+            self.form == 'forbidden' or
+            self.form == 'auto' and others < len(passed))
+
+    def test_prefilter_matches_the_filter(self):
         """The placement pre-filter and the filter share one truth table.
 
         The filter is offered a host in every cell: the pre-filter adds
         nothing when every cell passes (inert, rebuild), fails the request
-        when none does, and otherwise requires exactly the aggregates of
-        the cells that pass.
+        when none does, forbids every other cell's aggregate for a
+        same-cell move (the pinned cell's nodes need not be synced), and
+        otherwise requires exactly the aggregates of the cells that pass,
+        or, in the forbidden form for a project not in cells_projects,
+        forbids exactly the aggregates of the cells that do not pass.
         """
         self._set_options(self.default, self.projects)
-        self.flags(placement_prefilter=True, group='cellsched')
+        self.flags(placement_prefilter=True,
+                   placement_prefilter_form=self.form, group='cellsched')
         filt = filters.ProjectCellFilter()
         passed = self._cells_of(filt.filter_all(
             self._hosts(CELLS, per_cell=1),
@@ -262,14 +312,102 @@ class DecisionTableTestCase(testscenarios.WithScenarios, FilterTestBase):
             'requested_destination' in spec) else None
         aggregates = dest.aggregates if dest is not None and (
             'aggregates' in dest) else None
+        forbidden = dest.forbidden_aggregates if dest is not None and (
+            'forbidden_aggregates' in dest) else None
         if passed == ALL:
             self.assertFalse(applied)
             self.assertIsNone(aggregates)
+            self.assertIsNone(forbidden)
+        elif self.dest == 'pinned' and self.cell:
+            self.assertTrue(applied)
+            self.assertIsNone(aggregates)
+            self.assertEqual({self._uuid(c) for c in CELLS
+                              if c != self.cell}, forbidden)
+        elif self._forbidden_form(passed):
+            self.assertTrue(applied)
+            self.assertIsNone(aggregates)
+            self.assertEqual({self._uuid(c) for c in CELLS
+                              if c not in passed}, forbidden)
         else:
             self.assertTrue(applied)
             self.assertEqual([','.join(sorted(self._uuid(c)
                                               for c in passed))],
                              aggregates)
+            self.assertIsNone(forbidden)
+
+
+class PrefilterNamedDestinationTestCase(testscenarios.WithScenarios,
+                                        FilterTestBase):
+    """Requests that name their host or node get nothing from the pre-filter.
+
+    nova asks placement for that node only (``in_tree``), so no host of
+    the project's cells can be cut; a forced host skips every host filter
+    in nova, a requested one is still checked by ProjectCellFilter. Even a
+    project that may use no cell is not failed by the pre-filter then.
+    """
+
+    scenarios = [
+        ('forced_host', dict(force_hosts=['h1'])),
+        ('forced_node', dict(force_nodes=['n1'])),
+        ('forced_host_project_without_cells', dict(
+            force_hosts=['h1'], project=PROJ_B,
+            projects='nope:%s' % PROJ_B)),
+        ('requested_host_boot_2_74', dict(dest={'host': 'h1'})),
+        ('requested_node_boot_2_74', dict(dest={'node': 'n1'})),
+        ('requested_host_and_node', dict(dest={'host': 'h1',
+                                               'node': 'n1'})),
+        ('migrate_or_evacuate_to_host_pinned_cell', dict(
+            dest={'host': 'h1'}, cell='spare')),
+        ('cross_cell_resize_to_host', dict(
+            dest={'host': 'h1', 'allow_cross_cell_move': True})),
+    ]
+
+    project = PROJ_A
+    projects = STD_PROJECTS
+    force_hosts = None
+    force_nodes = None
+    dest = None
+    cell = None
+
+    def _named_spec(self, named=True):
+        spec = self._spec(self.project)
+        if named:
+            spec.force_hosts = self.force_hosts
+            spec.force_nodes = self.force_nodes
+        if self.dest is not None or self.cell is not None:
+            fields = dict(self.dest or {}) if named else {
+                k: v for k, v in (self.dest or {}).items()
+                if k not in ('host', 'node')}
+            if self.cell:
+                fields['cell'] = self.cells[self.cell]
+            spec.requested_destination = objects.Destination(**fields)
+        return spec
+
+    def test_nothing_added(self):
+        self._set_options(STD_DEFAULT, self.projects)
+        self.flags(placement_prefilter=True, group='cellsched')
+        filters.ProjectCellFilter()
+        spec = self._named_spec()
+        self.assertFalse(request_filter.require_cell_aggregates(
+            self.ctxt, spec))
+        if 'requested_destination' in spec:
+            dest = spec.requested_destination
+            self.assertIsNone(dest.aggregates)
+            self.assertIsNone(dest.forbidden_aggregates)
+
+    def test_same_request_without_the_host_is_restricted(self):
+        """The control: without the named host the pre-filter applies."""
+        self._set_options(STD_DEFAULT, self.projects)
+        self.flags(placement_prefilter=True, group='cellsched')
+        filters.ProjectCellFilter()
+        spec = self._named_spec(named=False)
+        if self.project == PROJ_B:
+            self.assertRaises(nova_exception.RequestFilterFailed,
+                              request_filter.require_cell_aggregates,
+                              self.ctxt, spec)
+        else:
+            self.assertTrue(request_filter.require_cell_aggregates(
+                self.ctxt, spec))
 
 
 class PrefilterTestCase(FilterTestBase):
@@ -317,11 +455,22 @@ class PrefilterTestCase(FilterTestBase):
         self.assertIn("cells_projects='nope:%s'" % PROJ_A, lines[0])
         self.assertIn("cells_default='default1'", lines[0])
 
-    def test_shares_the_filter_policy_cache(self):
-        """Both decide with the cache of the filter the scheduler built."""
-        self.assertIs(self.filt._cache, filters.shared_cache())
-        other = filters.ProjectCellFilter()
-        self.assertIs(other._cache, filters.shared_cache())
+    def test_filter_and_prefilter_decide_with_one_policy(self):
+        """A new mapping reaches both at once, through the shared policy.
+
+        Building another filter does not start another policy.
+        """
+        shared = state.get()
+        filters.ProjectCellFilter()
+        self.assertIs(shared, state.get())
+        self.flags(placement_prefilter=True, group='cellsched')
+        self._set_options(['spare'], 'default1:%s' % PROJ_A)
+        spec = self._spec(PROJ_A)
+        request_filter.require_cell_aggregates(self.ctxt, spec)
+        self.assertEqual([self._uuid('default1')],
+                         spec.requested_destination.aggregates)
+        self.assertEqual({'default1'}, self._cells_of(
+            self.filt.filter_all(self._hosts(), self._spec(PROJ_A))))
 
     def test_registered_once_even_after_reload(self):
         """Registering again, or from a reloaded module, keeps one entry.
@@ -342,11 +491,15 @@ class PrefilterTestCase(FilterTestBase):
         self.assertEqual([first, request_filter.require_cell_aggregates],
                          nova_request_filter.ALL_REQUEST_FILTERS)
 
-    def test_import_of_the_filter_module_registered_it(self):
-        registered = [f for f in nova_request_filter.ALL_REQUEST_FILTERS
-                      if f.__name__ == 'require_cell_aggregates']
-        self.assertEqual([request_filter.require_cell_aggregates],
-                         registered)
+    def test_building_the_filter_registers_the_prefilter_once(self):
+        """nova-scheduler building the filter is what registers it."""
+        first = nova_request_filter.ALL_REQUEST_FILTERS[0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS', [first]))
+        filters.ProjectCellFilter()
+        filters.ProjectCellFilter()
+        self.assertEqual([first, request_filter.require_cell_aggregates],
+                         nova_request_filter.ALL_REQUEST_FILTERS)
 
     def test_not_a_list_is_a_warning_not_an_error(self):
         self.useFixture(fixtures.MonkeyPatch(
@@ -435,15 +588,15 @@ class ProjectCellFilterTestCase(FilterTestBase):
     def test_cell_created_after_first_request(self):
         """A host in a cell the filter does not know reloads the cells.
 
-        The reload is rate limited, so the filter's cache is replaced by
-        one built the same way (same option reader, same loader from the
-        API database) but with a clock the test moves.
+        The reload is rate limited, so the shared policy is built the
+        same way (same options, same loader from the API database) but
+        with a clock the test moves.
         """
         self._set_options(['late'], '')
-        filt = filters.ProjectCellFilter()
         clock = FakeClock()
-        filt._cache = policy_cache.PolicyCache(
-            filters._read_options, cell_infos.load_cell_infos, clock=clock)
+        self.policy_state.install(state.SharedPolicy(
+            state.CONF, cell_infos.load_cell_infos, clock=clock))
+        filt = filters.ProjectCellFilter()
         spec = self._spec(UNMAPPED)
         self.assertEqual([], filt.filter_all(self._hosts(['default1']),
                                              spec))
@@ -522,27 +675,76 @@ class ProjectCellFilterTestCase(FilterTestBase):
         self.assertEqual([filters.ProjectCellFilter], classes)
 
 
+class ForbiddenFormTestCase(test.NoDBTestCase):
+    """Which form the pre-filter uses for the default cells."""
+
+    def test_auto_forbids_only_when_other_cells_are_fewer(self):
+        three, two = frozenset('abc'), frozenset('de')
+        self.assertTrue(decision.forbidden_form('auto', three, two))
+        self.assertFalse(decision.forbidden_form('auto', two, three))
+        self.assertFalse(decision.forbidden_form('auto', two, frozenset('fg')))
+        self.assertTrue(decision.forbidden_form('auto', two, frozenset()))
+
+    def test_explicit_forms_decide_alone(self):
+        one, many = frozenset('a'), frozenset('bcdef')
+        self.assertTrue(decision.forbidden_form('forbidden', one, many))
+        self.assertFalse(decision.forbidden_form('member_of', many, one))
+
+    def test_unknown_form_names_the_option_and_the_choices(self):
+        exc = self.assertRaises(ValueError, decision.forbidden_form,
+                                'not_in', frozenset('a'), frozenset('b'))
+        self.assertIn('placement_prefilter_form', str(exc))
+        self.assertIn('auto, member_of, forbidden', str(exc))
+        self.assertIn("'not_in'", str(exc))
+
+
 class PinnedCellTestCase(test.NoDBTestCase):
     """pinned_cell() over the forms requested_destination takes."""
 
     def test_forms(self):
         cell = objects.CellMapping(uuid=uuids.cell)
         spec = objects.RequestSpec(project_id=PROJ_A)
-        self.assertIsNone(filters.pinned_cell(spec))
+        self.assertIsNone(decision.pinned_cell(spec))
         spec.requested_destination = None
-        self.assertIsNone(filters.pinned_cell(spec))
+        self.assertIsNone(decision.pinned_cell(spec))
         spec.requested_destination = objects.Destination(host='h1')
-        self.assertIsNone(filters.pinned_cell(spec))
+        self.assertIsNone(decision.pinned_cell(spec))
         spec.requested_destination = objects.Destination(cell=None)
-        self.assertIsNone(filters.pinned_cell(spec))
+        self.assertIsNone(decision.pinned_cell(spec))
         spec.requested_destination = objects.Destination(cell=cell)
-        self.assertEqual(uuids.cell, filters.pinned_cell(spec))
+        self.assertEqual(uuids.cell, decision.pinned_cell(spec))
         spec.requested_destination = objects.Destination(
             cell=cell, allow_cross_cell_move=False)
-        self.assertEqual(uuids.cell, filters.pinned_cell(spec))
+        self.assertEqual(uuids.cell, decision.pinned_cell(spec))
         spec.requested_destination = objects.Destination(
             cell=cell, allow_cross_cell_move=True)
-        self.assertIsNone(filters.pinned_cell(spec))
+        self.assertIsNone(decision.pinned_cell(spec))
+
+
+class TargetOfTestCase(test.NoDBTestCase):
+    """target_of() over the ways a request names its host or node."""
+
+    def test_forms(self):
+        spec = objects.RequestSpec(project_id=PROJ_A)
+        self.assertIsNone(decision.target_of(spec))
+        spec.force_hosts = None
+        spec.force_nodes = []
+        spec.requested_destination = None
+        self.assertIsNone(decision.target_of(spec))
+        spec.requested_destination = objects.Destination(
+            cell=objects.CellMapping(uuid=uuids.cell))
+        self.assertIsNone(decision.target_of(spec))
+        spec.requested_destination = objects.Destination(node=None)
+        self.assertIsNone(decision.target_of(spec))
+        spec.requested_destination = objects.Destination(node='n1')
+        self.assertEqual('requested node n1', decision.target_of(spec))
+        spec.requested_destination = objects.Destination(host='h1',
+                                                         node='n1')
+        self.assertEqual('requested host h1', decision.target_of(spec))
+        spec.force_nodes = ['n2']
+        self.assertEqual('forced node n2', decision.target_of(spec))
+        spec.force_hosts = ['h2']
+        self.assertEqual('forced host h2', decision.target_of(spec))
 
 
 class FakeClock:

@@ -28,12 +28,30 @@ import testscenarios
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import mapping
+from nova_cellsched.scheduler import policy
 
 # Reproducible in CI: the same examples on every run, no example database.
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
                                database=None, max_examples=300)
 # For the strategies that draw a whole mapping: fewer, richer examples.
 PROPERTY_STRUCTURED = hypothesis.settings(PROPERTY, max_examples=200)
+
+def dedicated_cells(parsed, project_id):
+    """The cell references the policy gives *project_id*, None if unmapped.
+
+    Through :func:`policy.resolve`, as the scheduler uses the mapping:
+    each reference names one cell of that name (uuids made up, so a
+    reference that is a uuid resolves by name too).
+    """
+    refs = dict.fromkeys(parsed.default +
+                         tuple(cell for cell, _ in parsed.projects))
+    by_uuid = {str(uuid.uuid5(uuid.NAMESPACE_OID, ref)): ref for ref in refs}
+    resolved = policy.resolve(parsed, [policy.CellInfo(u, name=ref)
+                                       for u, ref in by_uuid.items()])
+    if not resolved.is_dedicated(project_id):
+        return None
+    return frozenset(by_uuid[u] for u in resolved.allowed_cells(project_id))
+
 
 UUID_A = uuid.UUID('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14')
 PROJECT_UUID = uuid.UUID('0d5e63a0-e3e8-4e1e-9d4f-7e06ad7eb6b2')
@@ -216,19 +234,17 @@ class PropertyTestCase(base.BaseTestCase):
     @PROPERTY_STRUCTURED
     @hypothesis.given(groups=_groups)
     def test_each_project_gets_exactly_its_cells(self, groups):
-        """project_index gives a project the cells it is listed under."""
+        """The policy gives a project the cells it is listed under."""
         _, projects_text = _render([], groups)
         parsed = mapping.parse('', projects_text)
         expected = {}
         for (_, cell), projects in groups:
             for _, project in projects:
                 expected.setdefault(project, set()).add(cell)
-        self.assertEqual(expected,
-                         {p: set(c) for p, c in parsed.project_index.items()})
         for (_, cell), projects in groups:
             for text, project in projects:
                 self.assertEqual(expected[project],
-                                 parsed.cells_for_project(text))
+                                 dedicated_cells(parsed, text))
 
 
 _STRICT_UUID = re.compile(
@@ -360,10 +376,10 @@ class ParseTestCase(base.BaseTestCase):
         self.assertEqual((('cellE', ('p1', 'p3', 'p4')),
                           ('cellF', ('p2',))), parsed.projects)
         self.assertEqual(frozenset(['cellE']),
-                         parsed.cells_for_project('p3'))
+                         dedicated_cells(parsed, 'p3'))
         self.assertEqual(frozenset(['cellE', 'cellF']),
-                         mapping.parse('', 'cellE:p1,cellF:p1')
-                         .cells_for_project('p1'))
+                         dedicated_cells(
+                             mapping.parse('', 'cellE:p1,cellF:p1'), 'p1'))
 
     def test_repeated_project_under_one_cell(self):
         parsed = mapping.parse('', 'cellE:p1;p1;p2;p1')
@@ -393,14 +409,14 @@ class ParseTestCase(base.BaseTestCase):
                              parsed.projects)
             for asked in spellings:
                 self.assertEqual(frozenset(['cellE']),
-                                 parsed.cells_for_project(asked))
+                                 dedicated_cells(parsed, asked))
 
     def test_names_are_case_sensitive_and_kept(self):
         """Only uuids are folded: names and other ids are kept as is."""
         parsed = mapping.parse('Cell1,cell1', 'cellE:Ops;ops')
         self.assertEqual(('Cell1', 'cell1'), parsed.default)
         self.assertEqual((('cellE', ('Ops', 'ops')),), parsed.projects)
-        self.assertIsNone(parsed.cells_for_project('OPS'))
+        self.assertIsNone(dedicated_cells(parsed, 'OPS'))
         # 32 characters that are not all hex digits: not a uuid.
         not_uuid = 'g' * 32
         self.assertEqual(not_uuid, mapping.normalize_project_id(not_uuid))
@@ -410,11 +426,11 @@ class ParseTestCase(base.BaseTestCase):
         parsed = mapping.parse('zelle-ä', 'zelle-ä:projekt-ß;プロジェクト')
         self.assertEqual(('zelle-ä',), parsed.default)
         self.assertEqual(frozenset(['zelle-ä']),
-                         parsed.cells_for_project('プロジェクト'))
+                         dedicated_cells(parsed, 'プロジェクト'))
 
     def test_unmapped_project(self):
         parsed = mapping.parse('cellA', 'cellE:p1')
-        self.assertIsNone(parsed.cells_for_project('p2'))
+        self.assertIsNone(dedicated_cells(parsed, 'p2'))
 
     def test_mapping_is_immutable_and_hashable(self):
         parsed = mapping.parse('cellA', 'cellE:p1')
@@ -507,7 +523,7 @@ class OptionsTestCase(base.BaseTestCase):
         parsed = mapping.parse(opts.cellsched.cells_default,
                                opts.cellsched.cells_projects)
         self.assertEqual(frozenset(['cellE']),
-                         parsed.cells_for_project('p2'))
+                         dedicated_cells(parsed, 'p2'))
 
     def test_new_group_wins_over_deprecated_group(self):
         opts = self._load("""
@@ -565,7 +581,7 @@ class OptionsTestCase(base.BaseTestCase):
         example = re.search(r'``(cellE:[^`]+)``', projects_help).group(1)
         parsed = mapping.parse('', example)
         self.assertEqual(frozenset(['cellE']),
-                         parsed.cells_for_project(
+                         dedicated_cells(parsed, 
                              '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'))
         default_help = opts['cells_default'].help
         for example in re.findall(r'``(cell1,[^`]+)``', default_help):

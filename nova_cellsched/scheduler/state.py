@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The policy in force in one nova-scheduler, shared by filter and pre-filter.
+
+:class:`~.host_filter.ProjectCellFilter` and
+:func:`~.request_filter.require_cell_aggregates` decide with the one
+:class:`SharedPolicy` of the process (:func:`get`), so they agree on the
+options and cells in force.
+
+``cells_default`` and ``cells_projects`` are read together, in one place,
+at two moments only: when the shared policy is built (nova-scheduler
+builds ProjectCellFilter at start) and in :func:`reload_hook`, the mutate
+hook oslo.config runs on SIGHUP after it has installed every new value.
+The pair is then swapped in as one tuple and the policy rebuilt before
+the hook returns. Scheduling requests never read the two options: they
+see the old pair or the new one, never one of each, without retries.
+Nothing else in nova-scheduler reads them either, so oslo.config (which
+clears its value cache *before* it parses the files, not after) has no
+stale value of them cached when the hook reads them.
+
+``placement_prefilter`` and ``cell_cache_ttl`` are single values, read on
+every request like nova's own mutable options.
+"""
+
+from collections.abc import Callable
+from collections.abc import Sequence
+import threading
+import time
+from typing import Any
+
+import nova.conf
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from nova_cellsched import conf
+from nova_cellsched.exception import InvalidCellsMapping
+from nova_cellsched.scheduler import cell_infos
+from nova_cellsched.scheduler import policy as policy_mod
+from nova_cellsched.scheduler import policy_cache
+
+LOG = logging.getLogger(__name__)
+CONF = nova.conf.CONF
+conf.register_opts(CONF)
+
+
+def read_options(conf_obj: Any) -> policy_cache.RawOptions:
+    """``(cells_default, cells_projects)`` as *conf_obj* has them now.
+
+    :raises InvalidCellsMapping: oslo.config cannot read a value (an
+        unescaped ``$``), naming the option and the value's problem.
+    """
+    group = conf_obj[conf.GROUP_NAME]
+    values = []
+    for name in ('cells_default', 'cells_projects'):
+        try:
+            values.append(getattr(group, name))
+        except cfg.Error as exc:
+            # '$name' is oslo.config's reference to another option.
+            missing = getattr(exc, 'opt_name', None)
+            raise InvalidCellsMapping(
+                name, '<unreadable>', '$%s' % missing if missing else name,
+                'oslo.config cannot read the value (%s); a "$" refers to '
+                'another option, write "$$" for a literal "$"' % exc
+            ) from exc
+    return tuple(values[0]), values[1]
+
+
+class SharedPolicy:
+    """The pair of mapping options in force and the policy cache on it.
+
+    :param conf_obj: the configuration to read (nova's ``CONF``).
+    :param load_cells: returns every cell mapping (default: nova's API
+        database through :func:`.cell_infos.load_cell_infos`).
+    :param clock: monotonic clock of the cache, injectable for tests.
+    :raises InvalidCellsMapping: the options do not parse (the filter
+        does not load, so nova-scheduler does not start).
+    """
+
+    def __init__(self, conf_obj: Any,
+                 load_cells: Callable[[], Sequence[policy_mod.CellInfo]]
+                 | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._conf = conf_obj
+        self._options = read_options(conf_obj)
+        self.cache = policy_cache.PolicyCache(
+            self._installed_options,
+            load_cells or cell_infos.load_cell_infos, clock=clock,
+            max_age=lambda: self._conf[conf.GROUP_NAME].cell_cache_ttl)
+
+    def _installed_options(self) -> policy_cache.RawOptions:
+        return self._options
+
+    def reload(self, conf_obj: Any) -> None:
+        """Install the options *conf_obj* has now, and rebuild the policy.
+
+        A value oslo.config cannot read, or one that does not parse, is
+        logged as an error and the last good mapping stays in force.
+        Never raises for the options (oslo.config's other hooks run too).
+        """
+        try:
+            raw = read_options(conf_obj)
+        except InvalidCellsMapping as exc:
+            LOG.error('Ignoring the new [cellsched] options, the last '
+                      'good mapping stays in force: %s', exc)
+            return
+        # One assignment: requests see the old pair or this one.
+        self._options = raw
+        # Parse and resolve now, in the hook, not in the next request.
+        self.cache.current()
+
+
+_lock = threading.Lock()
+_shared: SharedPolicy | None = None
+
+
+def get() -> SharedPolicy:
+    """The shared policy of this process, built from ``CONF`` on first use.
+
+    The first call also registers :func:`reload_hook` on ``CONF``.
+
+    :raises InvalidCellsMapping: it is built now and the options do not
+        parse; nothing is kept, the next call tries again.
+    """
+    global _shared
+    shared = _shared
+    if shared is not None:
+        return shared
+    with _lock:
+        if _shared is None:
+            _shared = SharedPolicy(CONF)
+            # oslo.config keeps hooks in a set: once per function.
+            CONF.register_mutate_hook(reload_hook)
+        return _shared
+
+
+def reload_hook(conf_obj: cfg.ConfigOpts, fresh: Any) -> None:
+    """oslo.config mutate hook: rebuild the shared policy from *conf_obj*.
+
+    oslo.config runs it on SIGHUP once the new values are in force;
+    nothing to do before the policy is built.
+    """
+    shared = _shared
+    if shared is not None:
+        shared.reload(conf_obj)
