@@ -19,9 +19,9 @@ list: the database work really happens in parallel, and the deadline is
 enforced on the futures themselves, so a hung cell costs the caller at
 most its remaining time, never more.
 
-:func:`submit_together` starts one task of every cell of a round (a
-round of batches) so that none runs before all are submitted;
-:func:`gather` waits for them all at once.
+:func:`run_round` starts one task of every cell of a round (a round
+of batches), none before all are submitted, and waits for them all at
+once (:func:`gather`).
 
 Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures ran, so one hung cell cannot use up the allowance of the
@@ -48,6 +48,9 @@ R = TypeVar('R')
 OK = 'ok'
 FAILED = 'failed'
 TIMED_OUT = 'timed out'
+
+#: Seconds between looks at tasks still waiting for a worker.
+QUEUED_POLL = 0.05
 
 
 class CellTimeout(Exception):
@@ -94,32 +97,61 @@ def describe_error(error: BaseException) -> str:
 class Deadline:
     """A point on a monotonic clock; :meth:`remaining` never negative.
 
-    :param seconds: from now; None for no deadline.
+    :param seconds: from now (or from :meth:`begin`); None for no
+        deadline.
     :param limit: the limit to name in a :class:`CellTimeout` when it is
         not *seconds* (a budget's total rather than what was left of it).
+    :param pending: the clock starts at :meth:`begin`, not now: a task
+        waiting in an executor's queue is not yet charged.
     """
 
     def __init__(self, seconds: float | None,
                  clock: Callable[[], float] = time.monotonic,
-                 limit: float | None = None) -> None:
+                 limit: float | None = None,
+                 pending: bool = False) -> None:
         self.seconds = seconds if limit is None else limit
+        self._allowed = seconds
         self._clock = clock
-        self._at = None if seconds is None else clock() + seconds
+        self._lock = threading.Lock()
+        self.began: float | None = None
+        self._at: float | None = None
+        if not pending:
+            self.begin()
+
+    def begin(self) -> None:
+        """Start the clock now (once: later calls change nothing)."""
+        with self._lock:
+            if self.began is not None:
+                return
+            self.began = self._clock()
+            if self._allowed is not None:
+                self._at = self.began + self._allowed
+
+    @property
+    def pending(self) -> bool:
+        """True until :meth:`begin`: the task has not started yet."""
+        return self.began is None
 
     def remaining(self) -> float | None:
-        if self._at is None:
+        """Seconds left; the whole allowance while pending; None: no limit.
+        """
+        if self._allowed is None:
             return None
+        if self._at is None:
+            return self._allowed
         return max(0.0, self._at - self._clock())
 
 
 class Budget:
     """The seconds one cell may spend in one listing, over all its work.
 
-    Each future of the cell is charged from the moment it is
-    :meth:`started <start>` until it completes, so a cell's first batch
-    and its further batches share one allowance, and
-    the time the caller spends waiting for *other* cells is never charged
-    to it: one hung cell cannot run down the budgets of the healthy ones.
+    Each future of the cell is charged from the moment its worker starts
+    it (:meth:`Deadline.begin`) until it completes, so a cell's first
+    batch and its further batches share one allowance; neither the time
+    the caller spends waiting for *other* cells nor the time the task
+    waits for a free worker is charged to it: one hung cell cannot run
+    down the budgets of the healthy ones, and a busy pool cannot make a
+    healthy cell time out.
     """
 
     def __init__(self, seconds: float | None,
@@ -150,52 +182,26 @@ class Budget:
         with self._lock:
             self._spent = float('inf')
 
-    def start(self, future: 'concurrent.futures.Future[Any]') -> Deadline:
+    def start(self, future: 'concurrent.futures.Future[Any]',
+              pending: bool = False) -> Deadline:
         """Charge *future* to this budget; return the point to stop waiting.
 
-        Call it right after submitting the future.
+        Call it right after submitting the future. With *pending*, the
+        deadline (and the charge) starts when the worker calls the
+        deadline's :meth:`~Deadline.begin`; a future that never began
+        is charged nothing.
         """
-        started = self._clock()
         deadline = Deadline(self.remaining(), self._clock,
-                            limit=self.seconds)
+                            limit=self.seconds, pending=pending)
 
         def charge(_done: 'concurrent.futures.Future[Any]') -> None:
+            if deadline.began is None:
+                return
             with self._lock:
-                self._spent += max(0.0, self._clock() - started)
+                self._spent += max(0.0, self._clock() - deadline.began)
 
         future.add_done_callback(charge)
         return deadline
-
-
-def submit_together(
-        submit: Callable[..., 'concurrent.futures.Future[R]'],
-        calls: Mapping[K, tuple[Callable[..., R], tuple[Any, ...]]]
-) -> dict[K, 'concurrent.futures.Future[R]']:
-    """Submit ``function(*args)`` per key; none starts before all are in.
-
-    :param submit: an executor's ``submit``.
-    :param calls: key -> (function, args).
-
-    A thread pool starts a thread per submit until it is full, and
-    ``Thread.start`` waits until the new thread runs. Were the first
-    tasks already working (holding the GIL, as a worker parsing rows
-    does), every later start would wait for them, a switch interval
-    (5 ms) at a time, and the last cells of a round would be asked tens
-    of milliseconds after the first. Held at a gate, the tasks leave the
-    GIL to the caller until the last one is submitted. The gate opens
-    even when a submit fails, so no submitted task waits for ever.
-    """
-    gate = threading.Event()
-
-    def gated(function: Callable[..., R], args: tuple[Any, ...]) -> R:
-        gate.wait()
-        return function(*args)
-
-    try:
-        return {key: submit(gated, function, args)
-                for key, (function, args) in calls.items()}
-    finally:
-        gate.set()
 
 
 def _outcome(future: 'concurrent.futures.Future[R]',
@@ -218,7 +224,8 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
     """Wait for *futures*, each until its deadline; one outcome per key.
 
     :param deadline: one deadline for all, or one per key (from each
-        cell's :meth:`Budget.start`).
+        cell's :meth:`Budget.start`). A pending deadline (its task still
+        queued) is waited on until the task starts, then until it ends.
 
     Futures still running at their deadline are reported timed out and
     left to finish on their own (a thread cannot be killed; the database
@@ -231,6 +238,10 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
     while pending:
         left = [deadlines[key].remaining() for key in pending]
         finite = [seconds for seconds in left if seconds is not None]
+        if any(deadlines[key].pending for key in pending):
+            # A queued task's clock starts when a worker takes it: look
+            # again soon, so its deadline is kept once it runs.
+            finite.append(QUEUED_POLL)
         waiters.wait_for_all(list(pending.values()),
                              timeout=min(finite) if finite else None)
         pending = {key: future for key, future in pending.items()
@@ -240,15 +251,48 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
             for key, future in futures.items()}
 
 
-def gather_within(futures: Mapping[K, 'concurrent.futures.Future[R]'],
-                  budgets: Mapping[K, Budget]) -> dict[K, Outcome[R]]:
-    """:func:`gather`, each future charged to and bounded by its budget.
+def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
+              calls: Mapping[K, tuple[Callable[..., R], tuple[Any, ...]]],
+              budgets: Mapping[K, Budget]) -> dict[K, Outcome[R]]:
+    """Run ``function(*args)`` per key in parallel, each within its budget.
 
-    Call it right after submitting *futures*. A key that times out has
-    its budget exhausted: it must not be waited for again.
+    :param submit: an executor's ``submit``.
+    :param calls: key -> (function, args).
+    :param budgets: key -> the :class:`Budget` its task is charged to.
+
+    Each task is charged from the moment a worker starts it until it
+    ends: a task waiting for a free worker (a pool busy with other
+    listings) is waited for, never timed out for it. A key whose task
+    runs past its budget is :data:`TIMED_OUT` and its budget exhausted:
+    it must not be waited for again.
+
+    No task starts before the last one is submitted. A thread pool
+    starts a thread per submit until it is full, and ``Thread.start``
+    waits until the new thread runs. Were the first tasks already
+    working (holding the GIL, as a worker parsing rows does), every later
+    start would wait for them, a switch interval (5 ms) at a time, and
+    the last cells of a round would be asked tens of milliseconds after
+    the first. Held at a gate, the tasks leave the GIL to the caller
+    until the last one is submitted. The gate opens even when a submit
+    fails (the error is raised), so no submitted task waits for ever.
     """
-    deadlines = {key: budgets[key].start(future)
-                 for key, future in futures.items()}
+    gate = threading.Event()
+    deadlines: dict[K, Deadline] = {}
+
+    def gated(key: K, function: Callable[..., R],
+              args: tuple[Any, ...]) -> R:
+        gate.wait()
+        deadlines[key].begin()
+        return function(*args)
+
+    futures: dict[K, concurrent.futures.Future[R]] = {}
+    try:
+        for key, (function, args) in calls.items():
+            future = submit(gated, key, function, args)
+            futures[key] = future
+            deadlines[key] = budgets[key].start(future, pending=True)
+    finally:
+        gate.set()
     outcomes = gather(futures, deadlines)
     for key, outcome in outcomes.items():
         if outcome.status == TIMED_OUT:

@@ -104,7 +104,7 @@ def parse_filter(text: str) -> tuple[str, str]:
             % ', '.join(sorted(listing.FILTERS)))
     if not value.strip():
         # An empty value is a slip, not a query: in nova it matches no
-        # instance (or every one, for the display_name substring).
+        # instance (or every one, for the regular expression filters).
         raise exception.InvalidListRequest(
             'filter', text, 'a value after "=", e.g. %s=VALUE'
             % key.strip())
@@ -226,7 +226,8 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
                             metavar='KEY=VALUE',
                             help='Filter, e.g. host=compute1, '
                                  'vm_state=active,error, deleted=true, '
-                                 'display_name=web (substring), '
+                                 'display_name=^web- (a regular '
+                                 'expression, as in nova), '
                                  'changes-since=2026-01-01T00:00:00Z.')
         parser.add_argument('--long', action='store_true',
                             help='Show the detail fields: as a table the '

@@ -38,10 +38,11 @@ Each phase is timed (see :mod:`nova_cellsched.listing.timing`).
 import concurrent.futures
 import dataclasses
 import datetime
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import nova.conf
 from nova import context as nova_context
@@ -58,6 +59,7 @@ from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched.listing import profiling
 from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 from nova_cellsched.listing import timing
 from nova_cellsched.listing import views
@@ -96,8 +98,18 @@ def check_text(value: Any) -> str:
     return value
 
 
-def _text(value: str) -> str:
-    return check_text(value)
+def _regex(value: str) -> str:
+    """A regular expression, checked as nova-api checks its ``regex``.
+
+    nova-api's query parameter schemas reject a value ``re.compile``
+    refuses (HTTP 400); so does the lister.
+    """
+    text = check_text(value)
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError('not a regular expression: %s' % exc) from exc
+    return text
 
 
 def _text_list(value: str | Iterable[str | None]) -> tuple[str | None, ...]:
@@ -129,10 +141,11 @@ def _int(value: str | int) -> int:
 
 #: Supported filters and how a text value (command line) is read.
 FILTERS: Mapping[str, Callable[[Any], Any]] = {
-    'project_id': _text, 'user_id': _text, 'host': _text, 'node': _text,
-    'image_ref': _text, 'key_name': _text, 'availability_zone': _text,
+    'project_id': check_text, 'user_id': check_text, 'host': check_text,
+    'node': _regex, 'image_ref': check_text, 'key_name': _regex,
+    'availability_zone': _regex,
     'uuid': _text_list, 'vm_state': _text_list, 'task_state': _text_list,
-    'display_name': _text, 'instance_type_id': _int,
+    'display_name': _regex, 'instance_type_id': _int,
     'changes-since': _time, 'changes-before': _time,
     'deleted': _bool, 'soft_deleted': _bool,
 }
@@ -305,17 +318,17 @@ class _Listing:
         with self.recorder.span('connect', cell.uuid):
             return self.engines.get(cell.database_connection).connect()
 
-    def start_round(self, jobs: Mapping[str, tuple[Callable[..., Any],
-                                                     tuple[Any, ...]]]
-                    ) -> dict[str, 'concurrent.futures.Future[Any]']:
-        """Submit ``work(*args, submitted)`` per cell, started together.
+    def run_round(self, jobs: Mapping[str, tuple[Callable[..., Any],
+                                                   tuple[Any, ...]]]
+                  ) -> dict[str, gather.Outcome[Any]]:
+        """Run ``work(*args, submitted)`` per cell, each within its budget.
 
-        See :func:`gather.submit_together`.
+        See :func:`gather.run_round`.
         """
         now = self.recorder.now()
-        return gather.submit_together(self.executor.submit, {
+        return gather.run_round(self.executor.submit, {
             uuid: (work, args + (now,))
-            for uuid, (work, args) in jobs.items()})
+            for uuid, (work, args) in jobs.items()}, self.budgets)
 
     def _started(self, cell: Cell, submitted: float) -> None:
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
@@ -336,7 +349,7 @@ class _Listing:
             with self.recorder.span('execute', cell.uuid):
                 result = conn.execute(query, params)
             with self.recorder.span('fetch', cell.uuid) as span:
-                rows = result.all()
+                rows: list[Any] = list(result.all())
                 span['rows'] = len(rows)
             fetched = len(rows)
             if 'flavor' in self.joined_at:
@@ -344,20 +357,10 @@ class _Listing:
                 rows = _unique_rows(rows, self.uuid_at)
         return Batch(rows, fetched)
 
-    def wait(self, futures: Mapping[str, 'concurrent.futures.Future[Any]']
-             ) -> dict[str, gather.Outcome[Any]]:
-        """Wait for one future per cell, each within its cell's budget."""
-        return gather.gather_within(futures, self.budgets)
-
-
-class Batch(NamedTuple):
-    """What a worker got from a cell for one batch."""
-
-    #: Tuples of the listing's columns and joined data, in order.
-    rows: list[Any]
-    #: Rows the database returned (a duplicate joined row counts): the
-    #: batch was full when this reaches the size asked for.
-    fetched: int
+#: What a worker got from a cell for one batch: tuples of the listing's
+#: columns and joined data, in order, and how many rows the database
+#: returned (a repeated joined row counts).
+Batch = rounds.Batch
 
 
 def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
@@ -434,7 +437,7 @@ def first_batch_size(limit: int | None, cells: int) -> int:
         size = CONF.api.instance_list_cells_batch_fixed_size
     else:
         size = int((limit / cells) * SHARE_MARGIN)
-    return max(1, min(limit, max(size, MIN_BATCH)))
+    return int(max(1, min(limit, max(size, MIN_BATCH))))
 
 
 _DEFAULT_ENGINES: instance_query.EngineCache | None = None
@@ -575,65 +578,27 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
 
 def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
          limit: int | None) -> list[dict[str, Any]]:
-    """Gather, merge and build the records.
-
-    The cells are asked in rounds, every cell of a round in parallel: the
-    first round asks each cell for *batch_size* rows; a later round asks a
-    cell again only while its last row comes before the limit-th row
-    fetched so far (only then can its next rows be part of the answer),
-    for at most what it can still contribute.
-    """
+    """Gather, merge (:func:`.rounds.run`), build records."""
     recorder = state.recorder
     cells = list(state.cells.values())
-    key = state.key
-    with recorder.span('gather', cells=len(cells)):
-        outcomes = state.wait(state.start_round({
-            c.uuid: (state.fetch, (c, after, batch_size)) for c in cells}))
-    # cell uuid -> [(sort key, cell uuid, row)] in order.
-    runs: dict[str, list[tuple[Any, str, Any]]] = {}
-    open_cells: set[str] = set()
-    for uuid, outcome in outcomes.items():
-        if not outcome.ok:
-            state.failures[uuid] = outcome
-            continue
-        batch = outcome.result
-        runs[uuid] = [(key(r), uuid, r) for r in batch.rows]
-        if batch.fetched >= batch_size:
-            open_cells.add(uuid)
 
-    while open_cells:
-        wanted = gather.refetch_sizes(runs, open_cells, batch_size, limit)
-        if not wanted:
-            break
-        with recorder.span('refetch', cells=len(wanted)):
-            outcomes = state.wait(state.start_round({
-                uuid: (state.fetch, (state.cells[uuid], state.spec.values_of(
-                    runs[uuid][-1][2], state.columns), size))
-                for uuid, size in wanted.items()}))
-        for uuid, outcome in outcomes.items():
-            if not outcome.ok:
-                # Its rows fetched so far stay; the failure is reported.
-                state.failures[uuid] = outcome
-                open_cells.discard(uuid)
-                continue
-            batch = outcome.result
-            runs[uuid].extend((key(r), uuid, r) for r in batch.rows)
-            if batch.fetched < wanted[uuid]:
-                open_cells.discard(uuid)
+    def fetch_round(calls: Mapping[str, tuple[Sequence[Any] | None, int]]
+                    ) -> dict[str, gather.Outcome[Any]]:
+        return state.run_round({
+            uuid: (state.fetch, (state.cells[uuid], start, size))
+            for uuid, (start, size) in calls.items()})
 
-    with recorder.span('merge') as span:
-        picked = list(sorting.merge(runs.values(), _first, limit))
-        span['rows'] = len(picked)
-
-    with recorder.span('view', rows=len(picked)):
+    page = rounds.run(
+        [c.uuid for c in cells], fetch_round, after, batch_size, batch_size,
+        limit, state.key,
+        lambda row: state.spec.values_of(row, state.columns),
+        span=recorder.span)
+    state.failures.update(page.failures)
+    with recorder.span('view', rows=len(page.picked)):
         names = {c.uuid: c.name for c in cells}
         return views.build_records(
-            [(cell_uuid, row) for _key, cell_uuid, row in picked],
+            [(cell_uuid, row) for _key, cell_uuid, row in page.picked],
             state.columns, state.fields, names, state.joined_at)
-
-
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
 
 
 def admin_context() -> Any:

@@ -25,12 +25,15 @@ the next batch of this cell.
 """
 
 import datetime
+import importlib
+import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nova.compute import vm_states
 from nova.db.main import models
+from nova.db import utils as db_utils
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine import url as sa_url
@@ -50,17 +53,12 @@ INSTANCE_COLUMNS = frozenset(c.name for c in INSTANCES.columns)
 UNIQUE_IN_CELL = frozenset({'id', 'uuid'})
 
 
-def escape_like(text: str) -> str:
-    """Escape ``%``, ``_`` and the escape character for LIKE."""
-    return (text.replace('\\', '\\\\').replace('%', '\\%')
-            .replace('_', '\\_'))
-
-
 def _col(name: str) -> sa.Column[Any]:
     if name not in INSTANCE_COLUMNS:
         # Callers validate first; this guards the SQL builder itself.
         raise ValueError('not a column of instances: %r' % name)
-    return INSTANCES.c[name]
+    column: sa.Column[Any] = INSTANCES.c[name]
+    return column
 
 
 def _sortable(name: str) -> ColumnElement[Any]:
@@ -79,7 +77,7 @@ def _sort_value(name: str, value: Any) -> Any:
 def order_by(spec: sorting.SortSpec,
              dialect: str) -> list[ColumnElement[Any]]:
     """ORDER BY clauses; NULL lowest on every database."""
-    clauses = []
+    clauses: list[ColumnElement[Any]] = []
     for key, direction in zip(spec.keys, spec.dirs):
         column = _sortable(key)
         clause = column.asc() if direction == sorting.ASC else column.desc()
@@ -137,8 +135,38 @@ def after_param(index: int) -> str:
 LIMIT_PARAM = 'cellsched_limit'
 
 
-def where_clauses(filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
-    """WHERE clauses for the supported filters (see listing.FILTERS)."""
+#: Filters nova matches exactly (``exact_match_filter_names`` in nova's
+#: ``instance_get_all_by_filters_sort``) among those the lister accepts.
+EXACT_FILTERS = ('project_id', 'user_id', 'host', 'image_ref',
+                 'instance_type_id')
+#: Filters on instance columns nova matches as a regular expression
+#: (``_regex_instance_filter``): a server matches when the expression
+#: finds a match anywhere in the column.
+REGEX_FILTERS = ('node', 'key_name', 'availability_zone', 'display_name')
+
+
+def regex_clause(column: ColumnElement[Any], value: str,
+                 dialect: str) -> ColumnElement[bool]:
+    """*column* matches the regular expression *value*, as nova matches it.
+
+    nova's own operator and escaping for the dialect
+    (``nova.db.utils.get_regexp_ops``): ``REGEXP`` on MySQL (with ``|``
+    escaped) and SQLite (the ``regexp`` function :func:`create_engine`
+    registers, as oslo.db does), ``~`` on PostgreSQL, ``LIKE %value%``
+    elsewhere.
+    """
+    safe, operator = db_utils.get_regexp_ops(dialect + '://')
+    if operator == 'LIKE':
+        return column.op(operator)('%' + value + '%')
+    return column.op(operator)(safe(value))
+
+
+def where_clauses(filters: Mapping[str, Any],
+                  dialect: str) -> list[ColumnElement[bool]]:
+    """WHERE clauses for the supported filters (see listing.FILTERS).
+
+    Each means what it means to nova's DB API on the same database.
+    """
     clauses: list[ColumnElement[bool]] = []
     deleted = filters.get('deleted', False)
     if deleted is False:
@@ -158,25 +186,20 @@ def where_clauses(filters: Mapping[str, Any]) -> list[ColumnElement[bool]]:
     # shown, as in nova.
     clauses.append(sa.or_(INSTANCES.c.hidden == sa.false(),
                           INSTANCES.c.hidden.is_(None)))
-    for name in ('project_id', 'user_id', 'host', 'node', 'image_ref',
-                 'key_name', 'availability_zone', 'instance_type_id'):
+    for name in EXACT_FILTERS:
         if filters.get(name) is not None:
             clauses.append(_col(name) == filters[name])
+    for name in REGEX_FILTERS:
+        if filters.get(name) is not None:
+            clauses.append(regex_clause(_col(name), str(filters[name]),
+                                        dialect))
     for name in ('uuid', 'vm_state', 'task_state'):
         values = filters.get(name)
         if values is None:
             continue
-        values = list(values)
-        if None in values:
-            rest = [v for v in values if v is not None]
-            clauses.append(sa.or_(_col(name).is_(None),
-                                  _col(name).in_(rest)))
-        else:
-            clauses.append(_col(name).in_(values))
-    if filters.get('display_name') is not None:
-        clauses.append(INSTANCES.c.display_name.like(
-            '%' + escape_like(filters['display_name']) + '%',
-            escape='\\'))
+        # As nova's exact filter: IN, so a None in the list matches
+        # nothing (SQL's NULL is not equal to NULL).
+        clauses.append(_col(name).in_(list(values)))
     if filters.get('changes-since') is not None:
         clauses.append(INSTANCES.c.updated_at >= _naive_utc(
             filters['changes-since']))
@@ -192,32 +215,21 @@ def _naive_utc(value: datetime.datetime) -> datetime.datetime:
     return value
 
 
-def select_instances(columns: Iterable[str], filters: Mapping[str, Any],
-                     spec: sorting.SortSpec, dialect: str,
-                     after: Sequence[Any] | None = None,
-                     limit: int | None = None) -> sa.Select[Any]:
-    """SELECT the *columns* of the instances matching *filters*."""
-    query = sa.select(*[_col(c) for c in columns])
-    clauses = where_clauses(filters)
-    if after is not None:
-        clauses.append(after_condition(spec, after))
-    query = query.where(*clauses).order_by(*order_by(spec, dialect))
-    if limit is not None:
-        query = query.limit(limit)
-    return query
-
-
 #: Data from other tables a batch can carry after its instance columns,
 #: in this order: the flavor of instance_extra and the network_info of
 #: instance_info_caches, each LEFT JOINed on the instance uuid, and the
-#: user metadata as a JSON object text (see :func:`metadata_column`);
-#: live rows only, as nova reads them.
+#: user metadata as a JSON object text (see :func:`metadata_column`).
+#: Each is read as nova's objects read it: nova's ``Instance.extra`` and
+#: ``Instance.info_cache`` relationships do not look at ``deleted``, so a
+#: deleted server (whose rows ``instance_destroy`` soft-deletes with it)
+#: keeps its flavor and addresses; its ``Instance.metadata`` relationship
+#: and ``metadata_to_dict`` skip deleted metadata rows.
 JOINABLE = ('flavor', 'network_info', 'metadata')
 
 #: The aggregate that makes ``{key: value, ...}`` JSON text of rows, per
 #: dialect. All three give NULL (MySQL, PostgreSQL) or ``{}`` (SQLite)
 #: for no rows, and keep every pair.
-_OBJECT_AGG = {
+_OBJECT_AGG: dict[str, Callable[[Any, Any], ColumnElement[Any]]] = {
     'mysql': lambda key, value: sa.func.json_objectagg(key, value),
     'postgresql': lambda key, value: sa.cast(
         sa.func.json_object_agg(key, value), sa.Text),
@@ -251,14 +263,20 @@ def metadata_column(dialect: str) -> ColumnElement[Any]:
 
 
 def _joined_source(joined: Sequence[str]) -> Any:
+    """instances LEFT JOIN the tables of *joined*, on nova's conditions.
+
+    Whatever their ``deleted``: the join conditions of nova's
+    ``Instance.extra`` and ``Instance.info_cache`` relationships are the
+    uuid alone, and nova soft-deletes both rows when it deletes the
+    server (:data:`JOINABLE`).
+    """
     source: Any = INSTANCES
     if 'flavor' in joined:
-        source = source.outerjoin(EXTRA, sa.and_(
-            EXTRA.c.instance_uuid == INSTANCES.c.uuid, EXTRA.c.deleted == 0))
+        source = source.outerjoin(
+            EXTRA, EXTRA.c.instance_uuid == INSTANCES.c.uuid)
     if 'network_info' in joined:
-        source = source.outerjoin(INFO_CACHE, sa.and_(
-            INFO_CACHE.c.instance_uuid == INSTANCES.c.uuid,
-            INFO_CACHE.c.deleted == 0))
+        source = source.outerjoin(
+            INFO_CACHE, INFO_CACHE.c.instance_uuid == INSTANCES.c.uuid)
     return source
 
 
@@ -330,7 +348,7 @@ class BatchQuery:
                           *_joined_columns(self.joined, dialect))
         if self.joined:
             query = query.select_from(_joined_source(self.joined))
-        clauses = where_clauses(self._filters)
+        clauses = where_clauses(self._filters, dialect)
         if after is not None:
             clauses.append(after_condition(self._spec, after, bind=True))
         query = query.where(*clauses).order_by(
@@ -413,18 +431,13 @@ def datetime_conversions(driver: str) -> dict[Any, Any] | None:
     converter, so the results are the driver's. None for other drivers.
     """
     from_isoformat = datetime.datetime.fromisoformat
-    if driver == 'pymysql':
-        from pymysql.constants import FIELD_TYPE
-        from pymysql import converters
-        stock = converters.convert_datetime
-        conversions = dict(converters.conversions)
-    elif driver == 'mysqldb':
-        from MySQLdb.constants import FIELD_TYPE  # type: ignore[no-redef]
-        from MySQLdb import converters  # type: ignore[no-redef]
-        stock = converters.conversions[FIELD_TYPE.DATETIME]
-        conversions = dict(converters.conversions)
-    else:
+    if driver not in ('pymysql', 'mysqldb'):
         return None
+    package = 'pymysql' if driver == 'pymysql' else 'MySQLdb'
+    field_type = importlib.import_module(package + '.constants').FIELD_TYPE
+    converters = importlib.import_module(package + '.converters')
+    stock = converters.conversions[field_type.DATETIME]
+    conversions = dict(converters.conversions)
 
     def convert_datetime(text: Any) -> Any:
         try:
@@ -432,8 +445,8 @@ def datetime_conversions(driver: str) -> dict[Any, Any] | None:
         except (TypeError, ValueError):
             return stock(text)
 
-    conversions[FIELD_TYPE.DATETIME] = convert_datetime
-    conversions[FIELD_TYPE.TIMESTAMP] = convert_datetime
+    conversions[field_type.DATETIME] = convert_datetime
+    conversions[field_type.TIMESTAMP] = convert_datetime
     return conversions
 
 
@@ -477,4 +490,16 @@ def create_engine(url: str, io_timeout: float | None = None,
         connect_args['check_same_thread'] = False
         if io_timeout:
             connect_args['timeout'] = io_timeout
-    return sa.create_engine(parsed, connect_args=connect_args, **kwargs)
+    engine = sa.create_engine(parsed, connect_args=connect_args, **kwargs)
+    if backend == 'sqlite':
+        sa.event.listen(engine, 'connect', _sqlite_regexp)
+    return engine
+
+
+def _regexp(expression: str, item: Any) -> bool:
+    # oslo.db's SQLite REGEXP, which nova's regex filters rely on.
+    return re.search(expression, str(item)) is not None
+
+
+def _sqlite_regexp(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.create_function('regexp', 2, _regexp)

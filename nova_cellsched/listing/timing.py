@@ -210,7 +210,8 @@ def summarize(spans: Sequence[Span], total: float,
                    per_cell[uuid]['execute'], per_cell[uuid]['fetch'],
                    status.get(uuid, ('ok', None))[1])
         for uuid, name in sorted(cells.items(),
-                                 key=lambda kv: (kv[1] or '', kv[0])))
+                                 key=lambda kv: (natural_key(kv[1] or ''),
+                                                 kv[0])))
     return Timings(total=total, setup=caller['setup'], gather=gather,
                    merge=caller['merge'],
                    view=caller['view'],

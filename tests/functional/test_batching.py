@@ -143,23 +143,32 @@ class BatchingTest(db.FunctionalTestCase):
         null_host, params = query('sqlite', (None, when, 'u3'), 10)
         self.assertIsNot(after, null_host)
         self.assertNotIn(instance_query.after_param(0), params)
-        # Bound or literal, the rows after a point are the same.
+        # The rows after a point are those the order puts after it, a
+        # NULL host among them.
+        table = instance_query.INSTANCES
         engine = sa.create_engine(self.world.url_of('cell1'))
         self.addCleanup(engine.dispose)
         with engine.connect() as conn:
-            rows = conn.execute(sa.select(
-                instance_query.INSTANCES.c.host,
-                instance_query.INSTANCES.c.created_at,
-                instance_query.INSTANCES.c.uuid).where(
-                instance_query.INSTANCES.c.deleted == 0).order_by(
-                instance_query.INSTANCES.c.uuid).limit(3)).all()
-            for row in rows:
-                statement, params = query('sqlite', tuple(row), None)
-                literal = instance_query.select_instances(
-                    query.columns, {'deleted': False}, spec, 'sqlite',
-                    after=tuple(row))
-                self.assertEqual(conn.execute(literal).all(),
-                                 conn.execute(statement, params).all())
+            conn.execute(table.update().where(
+                table.c.uuid == sa.select(sa.func.min(table.c.uuid))
+                .where(table.c.deleted == 0).scalar_subquery()).values(
+                host=None))
+            conn.commit()
+            everything = [tuple(r) for r in conn.execute(
+                sa.select(*[table.c[c] for c in query.columns]).where(
+                    table.c.deleted == 0))]
+            ordered = sorted(everything,
+                             key=spec.key_function(query.columns))
+            self.assertIn(None, [r[1] for r in ordered])
+            points = [ordered[0], ordered[len(ordered) // 2], ordered[-2]]
+            points += [r for r in ordered if r[1] is None]
+            for point in points:
+                statement, params = query(
+                    'sqlite', spec.values_of(point, query.columns), None)
+                after = ordered[ordered.index(point) + 1:]
+                self.assertTrue(after)
+                self.assertEqual(after, [tuple(r) for r in conn.execute(
+                    statement, params)])
 
     def test_blobs_parsed_only_for_the_rows_of_the_answer(self):
         """Batches carry the blobs; only the merge's survivors are parsed.

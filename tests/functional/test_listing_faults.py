@@ -394,7 +394,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self.assertTrue(uuids)
 
     def test_filters_match_sql(self):
-        """host, vm_state list, uuid list, name substring, deleted, time."""
+        """host, vm_state list, uuid list, name regex, deleted, time."""
         live = INSTANCES.c.deleted == 0
         host = sorted(h for (h,) in self.sql(
             sa.select(INSTANCES.c.host).where(live).distinct(),
@@ -406,10 +406,13 @@ class ListingFaultsTest(db.FunctionalTestCase):
             # The text form of the command line reads the same.
             ({'vm_state': 'stopped, error'},
              [live, INSTANCES.c.vm_state.in_(['stopped', 'error'])]),
+            # Regular expressions, as nova matches the name.
             ({'display_name': '-0001'},
-             [live, INSTANCES.c.display_name.like('%-0001%')]),
-            # LIKE wildcards in the value are literal characters.
-            ({'display_name': 'cell1_0'}, [sa.false()]),
+             [live, INSTANCES.c.display_name.op('REGEXP')('-0001')]),
+            ({'display_name': '^vm-cell1-0000[1-3]$'},
+             [live, INSTANCES.c.display_name.in_(
+                 ['vm-cell1-00001', 'vm-cell1-00002', 'vm-cell1-00003'])]),
+            # LIKE's wildcards are plain characters.
             ({'display_name': 'vm-%'}, [sa.false()]),
             ({'deleted': True}, [INSTANCES.c.deleted != 0]),
             ({'deleted': 'true', 'host': host},

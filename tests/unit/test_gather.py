@@ -91,6 +91,32 @@ class ExecutorTestCase(base.BaseTestCase):
 class BudgetTestCase(base.BaseTestCase):
     """A cell is charged only for the time its own futures ran."""
 
+    def test_pending_deadline_starts_when_the_worker_begins(self):
+        """Queued: the whole allowance, not counting down; then it runs."""
+        clock = FakeClock()
+        budget = gather.Budget(10.0, clock=clock)
+        future = futurist.Future()
+        deadline = budget.start(future, pending=True)
+        self.assertTrue(deadline.pending)
+        clock.advance(4.0)
+        self.assertEqual(10.0, deadline.remaining())
+        deadline.begin()
+        self.assertFalse(deadline.pending)
+        clock.advance(3.0)
+        self.assertEqual(7.0, deadline.remaining())
+        future.set_result('rows')
+        # The four seconds in the queue are not charged.
+        self.assertEqual(3.0, budget.spent)
+
+    def test_a_future_that_never_began_is_charged_nothing(self):
+        clock = FakeClock()
+        budget = gather.Budget(10.0, clock=clock)
+        future = futurist.Future()
+        budget.start(future, pending=True)
+        clock.advance(5.0)
+        future.cancel()
+        self.assertEqual(0.0, budget.spent)
+
     def test_budget_charges_a_future_from_start_to_completion(self):
         clock = FakeClock()
         budget = gather.Budget(10.0, clock=clock)
@@ -217,18 +243,59 @@ class GatherTestCase(ExecutorTestCase):
             self.assertEqual([key, key * 2], outcome.result)
             self.assertIsNone(outcome.error)
 
-    def test_gather_within_exhausts_only_the_budget_that_timed_out(self):
+    def test_run_round_exhausts_only_the_budget_that_timed_out(self):
         """A hung cell times out on its budget; the other keeps its own."""
-        hung = self.executor.submit(self.blocked_until(self.event(), []))
-        quick = self.executor.submit(lambda: ['row'])
+        hang = self.event()
         budgets = {'hung': gather.Budget(0.05),
                    'quick': gather.Budget(SAFETY)}
-        outcomes = gather.gather_within({'hung': hung, 'quick': quick},
-                                        budgets)
+        outcomes = gather.run_round(self.executor.submit, {
+            'hung': (self.blocked_until(hang, []), ()),
+            'quick': (lambda: ['row'], ())}, budgets)
         self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
         self.assertEqual(0.0, budgets['hung'].remaining())
         self.assertEqual(['row'], outcomes['quick'].result)
         self.assertGreater(budgets['quick'].remaining(), 0.0)
+
+    def test_run_round_does_not_charge_the_wait_for_a_free_worker(self):
+        """A task queued behind a busy pool is waited for, not timed out.
+
+        One worker, held by another listing's task for longer than the
+        cells' whole budget; the round's two cells queue behind it. Each
+        is charged only from when the worker starts it, so both answer.
+        """
+        executor = futurist.ThreadPoolExecutor(max_workers=1)
+        self.addCleanup(executor.shutdown, wait=False)
+        busy = self.event()
+        executor.submit(busy.wait, SAFETY)
+        timer = threading.Timer(0.3, busy.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        budgets = {'c1': gather.Budget(0.1), 'c2': gather.Budget(0.1)}
+        outcomes = gather.run_round(executor.submit, {
+            'c1': (lambda: ['one'], ()), 'c2': (lambda: ['two'], ())},
+            budgets)
+        self.assertEqual({'c1': gather.OK, 'c2': gather.OK},
+                         {k: o.status for k, o in outcomes.items()},
+                         {k: o.describe() for k, o in outcomes.items()})
+        self.assertEqual(['one'], outcomes['c1'].result)
+        # Charged for their own (quick) run only.
+        self.assertGreater(budgets['c1'].remaining(), 0.0)
+        self.assertGreater(budgets['c2'].remaining(), 0.0)
+
+    def test_run_round_times_out_a_started_task_at_its_budget(self):
+        """Queued first, then hung: timed out once it ran its budget."""
+        executor = futurist.ThreadPoolExecutor(max_workers=1)
+        self.addCleanup(executor.shutdown, wait=False)
+        busy, hang = self.event(), self.event()
+        executor.submit(busy.wait, SAFETY)
+        timer = threading.Timer(0.2, busy.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        budgets = {'hung': gather.Budget(0.1)}
+        outcomes = gather.run_round(executor.submit, {
+            'hung': (self.blocked_until(hang, []), ())}, budgets)
+        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
+        self.assertEqual(0.1, outcomes['hung'].error.seconds)
 
     def test_gather_empty_is_empty(self):
         self.assertEqual({}, gather.gather({}, gather.Deadline(SAFETY)))
@@ -322,7 +389,7 @@ def runs_of(**cells):
     return {cell: [(k,) for k in keys] for cell, keys in cells.items()}
 
 
-class SubmitTogetherTestCase(ExecutorTestCase):
+class RunRoundGateTestCase(ExecutorTestCase):
 
     # How long each submit gives the tasks already submitted to start:
     # without the gate they would, with it they must not.
@@ -340,12 +407,13 @@ class SubmitTogetherTestCase(ExecutorTestCase):
                          if e.wait(self.CHANCE))
             return future
 
-        futures = gather.submit_together(submit, {
+        outcomes = gather.run_round(submit, {
             key: (lambda k: started[k].set() or k, (key,))
-            for key in started})
+            for key in started}, {key: gather.Budget(SAFETY)
+                                  for key in started})
         self.assertEqual([], early)
         self.assertEqual({'a': 'a', 'b': 'b', 'c': 'c'},
-                         {k: f.result(SAFETY) for k, f in futures.items()})
+                         {k: o.result for k, o in outcomes.items()})
 
     def test_a_failed_submit_opens_the_gate_for_the_submitted_ones(self):
         """No task already submitted waits for ever; the error is raised."""
@@ -358,8 +426,9 @@ class SubmitTogetherTestCase(ExecutorTestCase):
             submitted.append(future)
             return future
 
-        self.assertRaises(Boom, gather.submit_together, submit, {
-            key: (str.upper, (key,)) for key in 'abc'})
+        self.assertRaises(Boom, gather.run_round, submit, {
+            key: (str.upper, (key,)) for key in 'abc'},
+            {key: gather.Budget(SAFETY) for key in 'abc'})
         self.assertEqual(['A', 'B'], [f.result(SAFETY) for f in submitted])
 
 
@@ -425,8 +494,9 @@ class RefetchSizesTestCase(base.BaseTestCase):
         more rows in a round than it was allowed.
         """
         data = {str(i): sorted(keys) for i, keys in enumerate(cells)}
-        # Rows are (key, cell, position): unique and ordered by key first.
-        rows = {c: [(k, c, i) for i, k in enumerate(keys)]
+        # A row's first item is its sort key, unique as the listing's are
+        # (they end in the uuid): (key, cell, position).
+        rows = {c: [((k, c, i),) for i, k in enumerate(keys)]
                 for c, keys in data.items()}
         runs = {c: rows[c][:batch_size] for c in rows}
         open_cells = {c for c in runs if len(runs[c]) >= batch_size}

@@ -206,6 +206,15 @@ class SummarizeTestCase(base.BaseTestCase):
         self.assertEqual([None, 'cell1', 'cell2'],
                          [c.cell_name for c in summary().cells])
 
+    def test_summarize_cells_in_natural_name_order(self):
+        """cell2 before cell10 in the stats, as in the table."""
+        names = {'%08d-0000-4000-8000-000000000000' % i: name
+                 for i, name in enumerate(['cell10', 'cell-a', 'cell2',
+                                           'cell1'])}
+        timings = timing.summarize((), 1.0, names, {})
+        self.assertEqual(['cell1', 'cell2', 'cell10', 'cell-a'],
+                         [c.cell_name for c in timings.cells])
+
     def test_summarize_ignores_spans_of_unlisted_cells(self):
         timings = summary()
         self.assertEqual(5, sum(c.rows for c in timings.cells))
