@@ -30,6 +30,7 @@ from nova_cellsched.api.patch import IncompatibleNova
 from nova_cellsched.api.patch import install
 from nova_cellsched.api.patch import is_installed
 from nova_cellsched.api.patch import uninstall
+from nova_cellsched.api import server_timing
 
 __all__ = ['IncompatibleNova', 'filter_factory', 'install', 'is_installed',
            'served', 'uninstall']
@@ -41,21 +42,38 @@ WsgiApp = Callable[..., Any]
 
 def filter_factory(global_conf: Mapping[str, Any],
                    **local_conf: Any) -> Callable[[WsgiApp], WsgiApp]:
-    """paste.deploy filter factory: install, then pass requests through.
+    """paste.deploy filter factory: install, then time served lists.
 
-    On a nova this was not built for, logs one error saying why and
-    leaves nova untouched: nova-api starts and serves with its own
-    lister.
+    Requests pass through to nova unchanged; a server list the
+    replacement lister served gets a ``Server-Timing`` header and a log
+    line (:mod:`.server_timing`). On a nova this was not built for, logs
+    one error saying why and leaves nova untouched: nova-api starts and
+    serves with its own lister, and the filter passes requests through.
     """
     try:
-        install()
+        installed = install() or is_installed()
     except IncompatibleNova as exc:
         LOG.error('%s', exc)
+        installed = False
 
-    def passthrough(app: WsgiApp) -> WsgiApp:
-        return app
+    def timed(app: WsgiApp) -> WsgiApp:
+        if not installed:
+            return app
+        return server_timing.Middleware(app, _timing_options, _log_timings)
 
-    return passthrough
+    return timed
+
+
+def _timing_options() -> tuple[bool, bool]:
+    import nova.conf
+
+    from nova_cellsched import conf as conf_mod
+    group = nova.conf.CONF[conf_mod.GROUP_NAME]
+    return group.api_server_timing, group.api_log_timings
+
+
+def _log_timings(info: bool, fmt: str, args: dict[str, Any]) -> None:
+    LOG.log(logging.INFO if info else logging.DEBUG, fmt, args)
 
 
 def served() -> dict[str, int]:

@@ -10,37 +10,60 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Bounds on what a hung cell can hold: stuck queries and read timeouts.
+"""Bounds on what a hung cell can hold: stuck queries and I/O timeouts.
 
 A thread cannot be killed: a query sent to a cell database that stops
 answering keeps its worker and its connection until the driver gives
-up. Two guards keep that bounded in a long-running nova-api worker:
+up. Three guards keep that bounded in a long-running nova-api worker:
 
 * :class:`StuckQueries` counts, per cell, the queries a listing gave up
   on that still run; at a cap the cell is reported down at once instead
   of being sent another query (a circuit breaker that closes by itself
-  when the stuck queries end).
-* :func:`io_timeout` gives PyMySQL connections checked out by this
-  thread a read and write timeout (PyMySQL applies ``_read_timeout`` to
-  every read), so a worker blocked on a frozen server ends on its own.
-  Other drivers keep their settings: for them, put ``read_timeout`` in
-  the cell's database URL.
+  when the stuck queries end). It is read by listings only.
+* :func:`io_timeout` bounds every blocking call a thread makes on a
+  PyMySQL connection inside the block: the connect and its handshake,
+  the pool's pre-ping at checkout, the query, the fetch, the rollback on
+  return and the close. PyMySQL reads its ``_read_timeout`` and
+  ``_write_timeout`` before every packet; the connections made by
+  SQLAlchemy engines once :func:`install` ran are of a subclass whose
+  timeouts are this thread's inside the block and the connection's own
+  everywhere else, so nova's other threads keep their settings. Other
+  drivers keep theirs: for them, put a read timeout in the cell's
+  database URL; :func:`warn_unbounded_cell` says so once per cell
+  (:func:`unbounded_driver_advice` decides what to say).
+* :func:`remember_given_up` / :func:`given_up`: the cells a listing gave
+  up on, for the rest of that one request only (nova-api asks the
+  cells again for faults and block device mappings; waiting nova's 60 s
+  there for a cell the listing already gave up on would undo the
+  listing's bound). Other requests (quota counts, a server's own page)
+  never see them.
 """
 
 import collections
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 import contextlib
+import contextvars
 import dataclasses
+import math
 import threading
 import time
 from typing import Any
+import urllib.parse
 
+from oslo_log import log as logging
 import sqlalchemy as sa
+from sqlalchemy.engine import url as sa_url
+
+LOG = logging.getLogger(__name__)
 
 _local = threading.local()
 
-#: Saved timeouts of a connection, in its pool record's ``info``.
-_SAVED = 'cellsched_saved_timeouts'
+#: The socket timeout of a call made after the thread's deadline.
+_EXPIRED = 0.001
+
+#: (request id, cells its listing gave up on), for :func:`given_up`.
+_GIVEN_UP: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = (
+    contextvars.ContextVar('cellsched_given_up', default=None))
 
 
 @dataclasses.dataclass
@@ -54,38 +77,11 @@ class Query:
 
 
 class StuckQueries:
-    """Per cell, the queries given up on that are still running.
+    """Per cell, the queries given up on that are still running."""
 
-    Also what a caller needs to know before it waits on a cell: whether
-    it is hanging (:meth:`hanging`).
-
-    :param clock: monotonic seconds (tests pass a fake).
-    """
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stuck: collections.Counter[str] = collections.Counter()
-        self._clock = clock
-        self._held: dict[str, float] = {}
-
-    def hold_down(self, cell: str, seconds: float) -> None:
-        """*cell* did not answer in time: it hangs for *seconds* more."""
-        with self._lock:
-            self._held[cell] = max(self._held.get(cell, 0.0),
-                                   self._clock() + seconds)
-
-    def hanging(self, cell: str) -> bool:
-        """True while *cell* has stuck queries or is held down."""
-        with self._lock:
-            if self._stuck[cell] > 0:
-                return True
-            until = self._held.get(cell)
-            if until is None:
-                return False
-            if self._clock() < until:
-                return True
-            del self._held[cell]
-            return False
 
     def count(self, cell: str) -> int:
         with self._lock:
@@ -124,6 +120,61 @@ class StuckQueries:
                 self._stuck[query.cell] += 1
 
 
+def remember_given_up(request_id: str | None, cells: Iterable[str]) -> None:
+    """The listing of request *request_id* gave up on *cells*.
+
+    Kept in this thread's (or green thread's) context, for
+    :func:`given_up` with the same request id; a later listing replaces
+    it.
+    """
+    _GIVEN_UP.set(None if request_id is None
+                  else (request_id, frozenset(cells)))
+
+
+def given_up(request_id: str | None) -> frozenset[str]:
+    """Cells the listing of request *request_id* gave up on, if any.
+
+    Empty for any other request, and for a request with no id.
+    """
+    mark = _GIVEN_UP.get()
+    if request_id is None or mark is None or mark[0] != request_id:
+        return frozenset()
+    return mark[1]
+
+
+@contextlib.contextmanager
+def io_timeout(seconds: float | None) -> Iterator[None]:
+    """PyMySQL I/O on this thread in this block ends within *seconds*.
+
+    Each blocking call (connect, handshake, pre-ping, query, fetch,
+    rollback, close) times out after at most *seconds*, and all of them
+    together by *seconds* from now (rounded up to the next whole second,
+    so the socket timeout is not changed on every packet): a chain of
+    calls on a frozen server (a pre-ping, then a reconnect) cannot add
+    up to more.
+
+    :param seconds: None changes nothing.
+    """
+    limit = None if seconds is None else (
+        seconds, time.monotonic() + seconds)
+    with _thread_setting('limit', limit):
+        yield
+
+
+def _thread_timeout() -> float | None:
+    """This thread's timeout for its next blocking call, if any."""
+    limit = getattr(_local, 'limit', None)
+    if limit is None:
+        return None
+    seconds: float
+    deadline: float
+    seconds, deadline = limit
+    left = deadline - time.monotonic()
+    if left <= 0:
+        return _EXPIRED
+    return min(seconds, float(math.ceil(left)))
+
+
 @contextlib.contextmanager
 def _thread_setting(name: str, value: Any) -> Iterator[None]:
     previous = getattr(_local, name, None)
@@ -134,50 +185,187 @@ def _thread_setting(name: str, value: Any) -> Iterator[None]:
         setattr(_local, name, previous)
 
 
-def io_timeout(seconds: float | None) -> contextlib.AbstractContextManager[
-        None]:
-    """PyMySQL connections checked out in this block time out I/O.
+def _bounded(own: str) -> property:
+    """A PyMySQL timeout: this thread's inside io_timeout, else *own*."""
 
-    :param seconds: the read and write timeout; None changes nothing.
-    """
-    return _thread_setting('seconds', seconds)
+    def get(connection: Any) -> Any:
+        seconds = _thread_timeout()
+        if seconds is not None:
+            return seconds
+        return connection.__dict__.get(own)
 
+    def set_(connection: Any, value: Any) -> None:
+        connection.__dict__[own] = value
 
-def own_calls() -> contextlib.AbstractContextManager[None]:
-    """The lister's own cell calls in this block: :func:`in_own_call`."""
-    return _thread_setting('own', True)
-
-
-def in_own_call() -> bool:
-    """True inside :func:`own_calls` on this thread."""
-    return bool(getattr(_local, 'own', None))
+    return property(get, set_)
 
 
-def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-    seconds = getattr(_local, 'seconds', None)
-    if seconds is None or not hasattr(dbapi_connection, '_read_timeout'):
-        return
-    record.info.setdefault(_SAVED, (dbapi_connection._read_timeout,
-                                    dbapi_connection._write_timeout))
-    dbapi_connection._read_timeout = seconds
-    dbapi_connection._write_timeout = seconds
+_TIMED: dict[type, type] = {}
+_TIMED_LOCK = threading.Lock()
 
 
-def _on_checkin(dbapi_connection: Any, record: Any) -> None:
-    saved = record.info.pop(_SAVED, None)
-    if saved is not None and dbapi_connection is not None:
-        dbapi_connection._read_timeout, dbapi_connection._write_timeout = (
-            saved)
+def timed_class(base: type) -> type:
+    """*base* (a PyMySQL connection class) with thread-bound timeouts."""
+    if getattr(base, 'cellsched_timed', False):
+        return base
+    with _TIMED_LOCK:
+        timed = _TIMED.get(base)
+        if timed is None:
+            timed = type('Timed' + base.__name__, (base,), {
+                '__module__': __name__,
+                'cellsched_timed': True,
+                'connect_timeout': _bounded('_cellsched_connect_timeout'),
+                '_read_timeout': _bounded('_cellsched_read_timeout'),
+                '_write_timeout': _bounded('_cellsched_write_timeout'),
+            })
+            _TIMED[base] = timed
+        return timed
+
+
+def _is_pymysql(dialect: Any) -> bool:
+    return getattr(dialect, 'driver', None) == 'pymysql'
+
+
+def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
+                   cparams: Any) -> Any:
+    if not _is_pymysql(dialect):
+        return None
+    connection_class = dialect.loaded_dbapi.connections.Connection
+    return timed_class(connection_class)(*cargs, **cparams)
+
+
+def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
+    # A connection made before install(): its next checkout's pre-ping
+    # and everything after are bounded.
+    base = type(dbapi_connection)
+    if (not getattr(base, 'cellsched_timed', False) and
+            base.__module__ == 'pymysql.connections'):
+        values = {name: dbapi_connection.__dict__.pop(name, None)
+                  for name in ('connect_timeout', '_read_timeout',
+                               '_write_timeout')}
+        dbapi_connection.__class__ = timed_class(base)
+        for name, value in values.items():
+            setattr(dbapi_connection, name, value)
 
 
 def install() -> None:
-    """Listen to every pool's check-outs (idempotent; caller locks)."""
-    if not sa.event.contains(sa.pool.Pool, 'checkout', _on_checkout):
+    """Make new PyMySQL connections obey :func:`io_timeout`.
+
+    Idempotent; the caller locks.
+    """
+    if not sa.event.contains(sa.engine.Engine, 'do_connect',
+                             _on_do_connect):
+        sa.event.listen(sa.engine.Engine, 'do_connect', _on_do_connect)
         sa.event.listen(sa.pool.Pool, 'checkout', _on_checkout)
-        sa.event.listen(sa.pool.Pool, 'checkin', _on_checkin)
 
 
 def uninstall() -> None:
-    if sa.event.contains(sa.pool.Pool, 'checkout', _on_checkout):
+    """New connections are PyMySQL's own again (made ones keep theirs)."""
+    if sa.event.contains(sa.engine.Engine, 'do_connect', _on_do_connect):
+        sa.event.remove(sa.engine.Engine, 'do_connect', _on_do_connect)
         sa.event.remove(sa.pool.Pool, 'checkout', _on_checkout)
-        sa.event.remove(sa.pool.Pool, 'checkin', _on_checkin)
+
+
+#: The drivers a URL without ``+driver`` gets from SQLAlchemy, by backend.
+_DEFAULT_DRIVERS = {'mysql': 'mysqldb', 'mariadb': 'mysqldb',
+                    'postgresql': 'psycopg2'}
+
+
+def unbounded_driver_advice(drivername: str, query: Mapping[str, Any],
+                            seconds: float | None) -> str | None:
+    """What to put in a cell URL whose driver :func:`io_timeout` misses.
+
+    :func:`io_timeout` bounds PyMySQL only. For a MySQL or PostgreSQL
+    URL of another driver with no read timeout of its own, this says
+    which URL parameters bound a worker blocked on that cell; None when
+    nothing is missing (PyMySQL, a URL that has the parameter, another
+    database such as SQLite).
+
+    :param drivername: the URL's scheme, ``backend`` or
+        ``backend+driver`` (``mysql://`` is mysqlclient's, as in
+        SQLAlchemy).
+    :param query: the URL's query parameters (with ``[database]
+        connection_parameters``, which oslo.db appends to every URL).
+    :param seconds: the bound a PyMySQL worker gets, suggested as the
+        value; None suggests 120 (twice the default
+        ``list_cell_timeout``).
+    """
+    backend, _, driver = drivername.lower().partition('+')
+    driver = driver or _DEFAULT_DRIVERS.get(backend, '')
+    wait = max(1, math.ceil(seconds if seconds is not None else 120))
+    if backend not in ('mysql', 'mariadb', 'postgresql'):
+        return None
+    if driver == 'pymysql':
+        return None
+    if driver == 'mysqldb':
+        if 'read_timeout' in query:
+            return None
+        return ('mysqlclient waits for the server without limit: add '
+                'read_timeout=%(s)d&write_timeout=%(s)d&connect_timeout='
+                '%(s)d to the cell\'s database URL, or use '
+                'mysql+pymysql://, which nova-cellsched bounds by itself'
+                % {'s': wait})
+    if driver in ('psycopg2', 'psycopg'):
+        if 'tcp_user_timeout' in query:
+            return None
+        return ('libpq (%s) has no read timeout, so a worker waits for an '
+                'unanswered query without limit: in the cell\'s database '
+                'URL, connect_timeout=%d bounds the connect, '
+                'tcp_user_timeout=%d (milliseconds) and keepalives=1&'
+                'keepalives_idle=%d&keepalives_interval=5&'
+                'keepalives_count=3 bound an unreachable server, and the '
+                'server\'s statement_timeout (options=-c%%20'
+                'statement_timeout%%3D%d) bounds a slow query; nothing on '
+                'the client bounds a '
+                'server that is frozen while its host still answers TCP'
+                % (driver, wait, wait * 1000, wait, wait * 1000))
+    return ('the %s driver is not bounded by nova-cellsched: set its read, '
+            'write and connect timeouts (about %d s) in the cell\'s '
+            'database URL%s' % (
+                driver or backend, wait,
+                ', or use mysql+pymysql://, which nova-cellsched bounds by '
+                'itself' if backend != 'postgresql' else ''))
+
+
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_unbounded_cell(cell_mapping: Any, seconds: float | None,
+                        connection_parameters: str | None = None) -> None:
+    """Log once per cell and process if its driver is not bounded.
+
+    A WARNING naming the cell (its name and uuid, never its URL) with
+    :func:`unbounded_driver_advice`, the first time a listing of this
+    process asks *cell_mapping*; nothing for a URL that cannot be read
+    (nova's tests use names as URLs) or that needs no advice.
+
+    :param seconds: the bound of a PyMySQL worker on this cell.
+    :param connection_parameters: ``[database] connection_parameters``,
+        which oslo.db appends to every cell URL.
+    """
+    uuid = getattr(cell_mapping, 'uuid', None)
+    if uuid is None or uuid in _WARNED:
+        return
+    with _WARNED_LOCK:
+        if uuid in _WARNED:
+            return
+        _WARNED.add(uuid)
+    try:
+        url = sa_url.make_url(cell_mapping.database_connection)
+    except Exception:  # noqa: BLE001 - not a URL: nothing to advise
+        return
+    query: dict[str, Any] = dict(url.query)
+    query.update(urllib.parse.parse_qs(connection_parameters or ''))
+    advice = unbounded_driver_advice(url.drivername, query, seconds)
+    if advice is not None:
+        LOG.warning('Cell %(cell)s: a listing worker blocked on its '
+                    'database is not bounded (only PyMySQL connections '
+                    'are): %(advice)s',
+                    {'cell': _cell_label(cell_mapping), 'advice': advice})
+
+
+def _cell_label(cell_mapping: Any) -> str:
+    name = getattr(cell_mapping, 'name', None)
+    return ('%s (%s)' % (name, cell_mapping.uuid) if name
+            else str(cell_mapping.uuid))

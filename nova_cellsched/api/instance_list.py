@@ -38,8 +38,10 @@ What differs is how the cells are asked and how rows are read:
 """
 
 import concurrent.futures
+import contextlib
 import copy
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -59,9 +61,11 @@ from oslo_log import log as logging
 from nova_cellsched.api import guard
 from nova_cellsched.api import keyset
 from nova_cellsched.api import rows as rows_mod
+from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 from nova_cellsched.listing import lister
+from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 
 LOG = logging.getLogger(__name__)
@@ -76,6 +80,26 @@ ORIGINAL_SCATTER_GATHER_CELLS = nova_context.scatter_gather_cells
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
+
+#: A worker's blocking calls on a cell end after this many
+#: ``list_cell_timeout``.
+IO_TIMEOUT_FACTOR = 2
+
+
+def io_timeout(cell_timeout: float | None) -> float | None:
+    """Seconds any one blocking call of a worker on a cell may take.
+
+    Twice the listing's wait: a query given up on stays stuck for up to
+    another ``list_cell_timeout`` before its driver ends it, and while
+    ``[cellsched] api_stuck_queries_per_cell`` such queries run on a
+    cell, listings do not ask it again (they report it down at once).
+    During a long freeze, that many listings pay the wait in each such
+    period instead of every listing. Once the cell answers again, its
+    stuck queries end at once and the next listing asks it.
+    """
+    if cell_timeout is None:
+        return None
+    return IO_TIMEOUT_FACTOR * cell_timeout
 
 
 class Served:
@@ -191,10 +215,6 @@ def sort_order(sort_keys: Sequence[str] | None,
     return sorting.SortSpec(tuple(keys[:end]), tuple(dirs[:end]))
 
 
-def _first(item: tuple[Any, ...]) -> Any:
-    return item[0]
-
-
 class _Listing:
     """State of one cross-cell listing for nova-api."""
 
@@ -210,6 +230,9 @@ class _Listing:
         self.stuck_cap = group.api_stuck_queries_per_cell
         self.budgets: dict[str, gather.Budget] = {}
         self.lister = CellsLister()
+        #: Cell uuid -> seconds its calls ran in the workers.
+        self.cell_seconds: dict[str, float] = {}
+        self._seconds_lock = threading.Lock()
         #: Rows as dicts (:mod:`.rows`) where it knows every join.
         self.plain_rows = rows_mod.supports(columns_to_join)
 
@@ -217,16 +240,17 @@ class _Listing:
                  ) -> dict[str, Any]:
         """A context targeted at each cell that can be asked.
 
-        Through ``nova.context.scatter_gather_cells`` (which gives each
-        cell nova's cached database connection, and which nova's tests
-        stub to take cells down), with a function that only returns the
-        context it is given. A cell that fails here, or that already has
+        Each by ``nova.context.target_cell`` in this thread, as nova's
+        ``scatter_gather_cells`` targets them (nova's cell cache and
+        engines apply, and nova's tests stub it to take cells down): no
+        I/O, no worker. A cell that fails here, or that already has
         ``api_stuck_queries_per_cell`` queries stuck, is down.
         """
         cctxts: dict[str, Any] = {}
-        asked = []
         for cm in cell_mappings:
             self.budgets[cm.uuid] = gather.Budget(self.cell_timeout)
+            guard.warn_unbounded_cell(cm, io_timeout(self.cell_timeout),
+                                      CONF.database.connection_parameters)
             if STUCK.count(cm.uuid) >= self.stuck_cap:
                 LOG.warning('Cell %(cell)s has %(n)d queries still running '
                             'after their deadline; not asking it again '
@@ -235,28 +259,13 @@ class _Listing:
                 self._down(cm.uuid, gather.Outcome(
                     gather.TIMED_OUT,
                     error=gather.CellTimeout(self.cell_timeout)))
-            else:
-                asked.append(cm)
-        if not asked:
-            return cctxts
-        with guard.own_calls():
-            results = nova_context.scatter_gather_cells(
-                self.ctx, asked, self.cell_timeout, self._same_context)
-        for uuid, result in results.items():
-            if result is nova_context.did_not_respond_sentinel:
-                STUCK.hold_down(uuid, self.cell_timeout)
-                self._down(uuid, gather.Outcome(
-                    gather.TIMED_OUT,
-                    error=gather.CellTimeout(self.cell_timeout)))
-            elif isinstance(result, BaseException):
-                self._down(uuid, gather.Outcome(gather.FAILED, error=result))
-            else:
-                cctxts[uuid] = result
+                continue
+            try:
+                with nova_context.target_cell(self.ctx, cm) as cctxt:
+                    cctxts[cm.uuid] = cctxt
+            except Exception as exc:
+                self._down(cm.uuid, gather.Outcome(gather.FAILED, error=exc))
         return cctxts
-
-    # Bound methods: nova's DownCellFixture reads ``fn.__func__``.
-    def _same_context(self, cctxt: Any) -> Any:
-        return cctxt
 
     def _marker_row(self, cctxt: Any, marker: str) -> Any:
         # No joins: only the sort keys are read, none of them joined.
@@ -267,50 +276,76 @@ class _Listing:
 
     def round(self, calls: dict[str, tuple[Any, Sequence[Any] | None,
                                            int | None]]
-              ) -> dict[str, gather.Outcome[list[Any]]]:
+              ) -> dict[str, gather.Outcome[rounds.Batch]]:
         """One batch per cell, in parallel; an outcome per cell.
 
         :param calls: cell uuid -> (targeted context, sort values to
             start after or None, rows to fetch or None for all).
         """
-        queries = {uuid: guard.Query(uuid) for uuid in calls}
-        futures = gather.submit_together(_executor().submit, {
-            uuid: (self._fetch, (queries[uuid],) + call)
-            for uuid, call in calls.items()})
-        outcomes = gather.gather_within(futures, self.budgets)
+        outcomes = self._in_cells({
+            uuid: (self._fetch, call) for uuid, call in calls.items()},
+            self.budgets)
         for uuid, outcome in outcomes.items():
-            if outcome.status == gather.TIMED_OUT:
-                STUCK.abandon(queries[uuid])
-                STUCK.hold_down(uuid, self.cell_timeout)
             self.lister.record(uuid, outcome)
         return outcomes
 
-    def _fetch(self, query: guard.Query, cctxt: Any,
-               after: Sequence[Any] | None, limit: int | None) -> list[Any]:
-        """Worker: one batch of one cell, with nova's DB API."""
+    def _in_cells(self, calls: dict[str, tuple[Callable[..., Any],
+                                               tuple[Any, ...]]],
+                  budgets: dict[str, gather.Budget]
+                  ) -> dict[str, gather.Outcome[Any]]:
+        """``function(*args)`` per cell in the workers, within *budgets*.
+
+        Each call's I/O is bounded (:func:`.guard.io_timeout`); a call
+        that runs past its budget is given up on and counted stuck
+        while it still runs.
+        """
+        queries = {uuid: guard.Query(uuid) for uuid in calls}
+        outcomes = gather.run_round(_executor().submit, {
+            uuid: (self._guarded, (queries[uuid], function) + args)
+            for uuid, (function, args) in calls.items()}, budgets)
+        for uuid, outcome in outcomes.items():
+            if outcome.status == gather.TIMED_OUT:
+                STUCK.abandon(queries[uuid])
+        return outcomes
+
+    def _guarded(self, query: guard.Query, function: Callable[..., Any],
+                 *args: Any) -> Any:
+        """Worker: *function* on one cell, its I/O bounded, tracked."""
         if not STUCK.begin(query):
             raise gather.CellTimeout(self.cell_timeout)
+        start = time.monotonic()
         try:
-            loader = (rows_mod.Loader(cctxt, self.columns_to_join)
-                      if self.plain_rows else None)
-            with guard.io_timeout(self.cell_timeout), keyset.paging(
-                    after, loader):
-                found = list(db.instance_get_all_by_filters_sort(
-                    cctxt, self.filters, limit=limit, marker=None,
-                    columns_to_join=(
-                        [] if loader else self.columns_to_join),
-                    sort_keys=list(self.spec.keys),
-                    sort_dirs=list(self.spec.dirs)))
-            return loader.finish(found) if loader else found
+            with guard.io_timeout(io_timeout(self.cell_timeout)):
+                return function(*args)
         finally:
             STUCK.end(query)
+            with self._seconds_lock:
+                self.cell_seconds[query.cell] = (
+                    self.cell_seconds.get(query.cell, 0.0) +
+                    time.monotonic() - start)
+
+    def _fetch(self, cctxt: Any, after: Sequence[Any] | None,
+               limit: int | None) -> rounds.Batch:
+        """Worker: one batch of one cell, with nova's DB API."""
+        loader = (rows_mod.Loader(cctxt, self.columns_to_join)
+                  if self.plain_rows else None)
+        with keyset.paging(after, loader):
+            found = list(db.instance_get_all_by_filters_sort(
+                cctxt, self.filters, limit=limit, marker=None,
+                columns_to_join=(
+                    [] if loader else self.columns_to_join),
+                sort_keys=list(self.spec.keys),
+                sort_dirs=list(self.spec.dirs)))
+        rows = loader.finish(found) if loader else found
+        return rounds.Batch(rows, len(rows))
 
     def marker_values(self, marker: str) -> tuple[Any, ...]:
         """The marker instance's sort values, as nova finds the marker.
 
         Its InstanceMapping names its cell (none: ``MarkerNotFound``);
-        the instance is read there, deleted ones included, within the
-        cell's budget.
+        the instance is read there, deleted ones included, in a worker
+        within ``list_cell_timeout`` (nova reads it in the request's
+        thread, without a bound).
         """
         try:
             im = objects.InstanceMapping.get_by_instance_uuid(
@@ -323,64 +358,59 @@ class _Listing:
             # (its target_cell cannot target no cell).
             raise nova_exception.MarkerNotFound(marker=marker)
         elevated = self.ctx.elevated(read_deleted='yes')
-        with guard.own_calls():
-            results = nova_context.scatter_gather_cells(
-                elevated, [cell], self.cell_timeout, self._marker_row,
-                marker)
-        result = results[cell.uuid]
-        if result is nova_context.did_not_respond_sentinel:
+        with nova_context.target_cell(elevated, cell) as cctxt:
+            outcome = self._in_cells(
+                {cell.uuid: (self._marker_row, (cctxt, marker))},
+                {cell.uuid: gather.Budget(self.cell_timeout)})[cell.uuid]
+        if outcome.status == gather.TIMED_OUT:
             raise nova_exception.NovaException(
                 _('Cell %s is not responding but configuration '
                   'indicates that we should fail.') % cell.uuid)
-        if isinstance(result, nova_exception.InstanceNotFound):
+        if isinstance(outcome.error, nova_exception.InstanceNotFound):
             raise nova_exception.MarkerNotFound(marker=marker)
-        if isinstance(result, BaseException):
-            raise result
+        if outcome.error is not None:
+            raise outcome.error
+        result = outcome.result
         return self.spec.values_of(result)
 
     def run(self, cell_mappings: Sequence[Any], marker: str | None,
             limit: int | None, batch_size: int | None,
             cell_down_support: bool) -> list[Any]:
         """The page: nova DB rows in the global order, at most *limit*."""
-        after = self.marker_values(marker) if marker else None
+        with server_timing.phase('gather'):
+            after = self.marker_values(marker) if marker else None
         if limit == 0:
             return []
         cctxts = self.targeted(cell_mappings)
         batch_size = batch_size or limit or CONF.api.max_limit
-        runs: dict[str, list[tuple[Any, str, Any]]] = {}
-        open_cells: set[str] = set()
         first = min(batch_size, limit) if limit else batch_size
-        key = self.key
-        for uuid, outcome in self.round({
-                uuid: (cctxt, after, first)
-                for uuid, cctxt in cctxts.items()}).items():
-            if outcome.ok:
-                rows = outcome.result or []
-                runs[uuid] = [(key(r), uuid, r) for r in rows]
-                if len(rows) >= first:
-                    open_cells.add(uuid)
-        while open_cells:
-            wanted = gather.refetch_sizes(runs, open_cells, batch_size,
-                                          limit)
-            if not wanted:
-                break
-            outcomes = self.round({
-                uuid: (cctxts[uuid],
-                       self.spec.values_of(runs[uuid][-1][2]), size)
-                for uuid, size in wanted.items()})
-            for uuid, outcome in outcomes.items():
-                if not outcome.ok:
-                    # As nova's lister: the rows it gave stay, and the
-                    # cell is reported down.
-                    open_cells.discard(uuid)
-                    continue
-                rows = outcome.result or []
-                runs[uuid].extend((key(r), uuid, r) for r in rows)
-                if len(rows) < wanted[uuid]:
-                    open_cells.discard(uuid)
+        page = rounds.run(
+            list(cctxts), lambda calls: self.round({
+                uuid: (cctxts[uuid], start, size)
+                for uuid, (start, size) in calls.items()}),
+            after, first, batch_size, limit, self.key, self.spec.values_of,
+            span=_span)
+        self._report(cell_mappings)
+        # The rest of this request (faults, block device mappings) does
+        # not wait again for a cell the listing gave up on.
+        guard.remember_given_up(getattr(self.ctx, 'request_id', None),
+                                self.lister.cells_timed_out)
         self._check_down(cell_down_support)
-        return [row for _key, _cell, row in
-                sorting.merge(runs.values(), _first, limit)]
+        return [row for _key, _cell, row in page.picked]
+
+    def _report(self, cell_mappings: Sequence[Any]) -> None:
+        """Per-cell times and down cells, into this request's timings."""
+        timings = server_timing.current()
+        if timings is None:
+            return
+        names = {cm.uuid: cm.name or cm.uuid for cm in cell_mappings}
+        with self._seconds_lock:
+            for uuid, seconds in self.cell_seconds.items():
+                name = names.get(uuid, uuid)
+                timings.cells[name] = timings.cells.get(name, 0.0) + seconds
+        timings.down.extend(
+            names.get(uuid, uuid) for uuid in
+            self.lister.cells_failed + self.lister.cells_timed_out)
 
     def _check_down(self, cell_down_support: bool) -> None:
         down = self.lister.cells_failed + self.lister.cells_timed_out
@@ -397,21 +427,10 @@ class _Listing:
                         {'cell': uuid, 'why': self.lister.reasons[uuid]})
 
 
-def cells_batch_size(limit: int | None, cells: Sequence[Any]) -> int:
-    """Rows each cell is asked for in the first round.
-
-    The command line's lister's first batch
-    (:func:`nova_cellsched.listing.lister.first_batch_size`): nova's
-    ``[api] instance_list_cells_batch_strategy``, with ``distributed``
-    asking each cell for 50% more than its even share of *limit* and
-    without nova's floor of 100 rows. The floor made 50 cells fetch and
-    build 5,000 rows for a page of 1,000; nova's 10% more (22 rows a
-    cell at 50 cells) sent about two thirds of the cells a second round
-    when servers are spread evenly, a query per cell and join each. A
-    cell that holds more of the page is asked again in a further round,
-    all such cells at once.
-    """
-    return lister.first_batch_size(limit, len(cells))
+def _span(name: str, **_info: Any
+          ) -> contextlib.AbstractContextManager[dict[str, Any]]:
+    """The rounds' phases as this request's: a further round is gather."""
+    return server_timing.phase('gather' if name == 'refetch' else name)
 
 
 def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
@@ -476,59 +495,67 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     else:
         nova_context.load_cells()
         cell_mappings = nova_context.CELLS
-    batch_size = cells_batch_size(limit, cell_mappings)
+    batch_size = lister.first_batch_size(limit, len(cell_mappings))
     columns_to_join = instance_obj._expected_cols(expected_attrs)
     # Through nova's module, as nova calls it (it is ours once installed).
-    lister, rows = nova_instance_list.get_instances_sorted(
+    cells_lister, rows = nova_instance_list.get_instances_sorted(
         ctx, filters, limit, marker, columns_to_join, sort_keys, sort_dirs,
         cell_mappings=cell_mappings, batch_size=batch_size,
         cell_down_support=cell_down_support)
+    # The listing runs here (errors such as MarkerNotFound are raised
+    # here, as in nova), timed apart from building the objects.
+    db_rows = list(rows)
     if 'fault' in expected_attrs:
         # The fault was joined above: _make_instance_list must not read
         # it again.
         expected_attrs = copy.copy(expected_attrs)
         expected_attrs.remove('fault')
-    instance_list = instance_obj._make_instance_list(
-        ctx, objects.InstanceList(), rows, expected_attrs)
-    return instance_list, lister.cells_failed + lister.cells_timed_out
+    with server_timing.phase('objects'):
+        instance_list = instance_obj._make_instance_list(
+            ctx, objects.InstanceList(), db_rows, expected_attrs)
+    timings = server_timing.current()
+    if timings is not None:
+        timings.served = True
+        timings.listed += len(db_rows)
+    return instance_list, (cells_lister.cells_failed +
+                           cells_lister.cells_timed_out)
 
 
 def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
                          timeout: float | None, fn: Callable[..., Any],
                          *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """nova's ``scatter_gather_cells``, without waiting on a hanging cell.
+    """nova's ``scatter_gather_cells``, skipping what this listing gave up on.
 
     After the listing, nova-api asks the cells again within the same
     request: ``InstanceList.fill_faults`` asks every cell for faults,
     the detail view at >= 2.69 asks the cells of the listed servers for
     their block device mappings, each with nova's ``CELL_TIMEOUT`` of
     60 s. A frozen cell the listing gave up on would make the request
-    wait that long after all. A cell that has queries still stuck
-    after their deadline, or that timed out within the last ``[cellsched]
-    list_cell_timeout`` seconds (:meth:`.guard.StuckQueries.hanging`),
-    is not asked: it is reported as not responding at once
-    (``did_not_respond_sentinel``), which nova's callers handle as a
-    cell that did not respond in time. Every other cell is asked by
+    wait that long after all. Within the request whose listing gave up
+    on a cell (:func:`.guard.given_up`, by the context's request id),
+    that cell is not asked again: it is reported as not responding at
+    once (``did_not_respond_sentinel``), which nova's callers handle as
+    a cell that did not respond in time. Every other call, and every
+    call of any other request (quota counts, a server's own page), is
     nova's function, unchanged.
     """
-    if guard.in_own_call() or not (
-            CONF[conf_mod.GROUP_NAME].api_lister):
-        return ORIGINAL_SCATTER_GATHER_CELLS(
-            context, cell_mappings, timeout, fn, *args, **kwargs)
+    skipped = guard.given_up(getattr(context, 'request_id', None))
     cell_mappings = list(cell_mappings)
-    hanging = [cm for cm in cell_mappings if STUCK.hanging(cm.uuid)]
-    if not hanging:
-        return ORIGINAL_SCATTER_GATHER_CELLS(
+    if not skipped or not any(cm.uuid in skipped for cm in cell_mappings):
+        answer: dict[str, Any] = ORIGINAL_SCATTER_GATHER_CELLS(
             context, cell_mappings, timeout, fn, *args, **kwargs)
-    asked = [cm for cm in cell_mappings if cm not in hanging]
+        return answer
+    asked = [cm for cm in cell_mappings if cm.uuid not in skipped]
     results = {}
     if asked:
         results = ORIGINAL_SCATTER_GATHER_CELLS(
             context, asked, timeout, fn, *args, **kwargs)
-    for cm in hanging:
-        LOG.warning('Cell %s did not answer a listing in time and is not '
-                    'asked again until it does', cm.uuid)
-        results[cm.uuid] = nova_context.did_not_respond_sentinel
+    for cm in cell_mappings:
+        if cm.uuid in skipped:
+            LOG.warning('Cell %s did not answer this request\'s listing in '
+                        'time and is not asked again by this request',
+                        cm.uuid)
+            results[cm.uuid] = nova_context.did_not_respond_sentinel
     return results
 
 

@@ -20,8 +20,10 @@ that module there whose ``paginate_query`` takes over only inside
 :func:`paging`, in the thread that entered it: the query is ordered with
 NULL lowest on every database (as :mod:`nova_cellsched.listing.sorting`
 merges) and starts strictly after the given sort values, instead of
-after a marker row looked up again in every cell. Every other call,
-from any other thread or place in nova, goes to oslo.db unchanged.
+after a marker row looked up again in every cell, and a query that
+joins (nova's ``tags``/``tags-any`` filters) gives each instance once
+(:func:`one_row_per_instance`). Every other call, from any other thread
+or place in nova, goes to oslo.db unchanged.
 """
 
 import contextlib
@@ -34,6 +36,7 @@ from nova.db.main import api as db_api
 from nova.db.main import models
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import utils as oslo_utils
+import sqlalchemy as sa
 
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import sorting
@@ -87,6 +90,7 @@ def paginate_query(query: Any, model: Any, limit: int | None,
             sort_dir=sort_dir, sort_dirs=sort_dirs)
     spec = sorting.SortSpec(tuple(sort_keys), tuple(sort_dirs))
     dialect = query.session.get_bind().dialect.name
+    query = one_row_per_instance(query)
     try:
         clauses = instance_query.order_by(spec, dialect)
         if page.after is not None:
@@ -102,6 +106,40 @@ def paginate_query(query: Any, model: Any, limit: int | None,
     if page.loader is not None:
         return page.loader.query(query)
     return query
+
+
+def one_row_per_instance(query: Any) -> Any:
+    """nova's instance *query*, each matching instance once.
+
+    nova filters ``tags-any`` with an inner JOIN on tags (``tags`` with a
+    JOIN per tag): an instance with two of the tags is two rows in SQL.
+    nova's ORM query returns it once (the legacy ``Query`` de-duplicates
+    entities), but only after the database applied the LIMIT to the
+    joined rows, so a batch can hold fewer instances than asked for;
+    nova's lister then asks the cell again after the batch's last
+    instance, and its page is the first *limit* distinct instances. Ours
+    takes a short batch for the end of the cell (and the plain rows of
+    :mod:`.rows` are not entities, so nothing de-duplicates them).
+
+    A query with such a join becomes ``instances WHERE id IN (nova's
+    query, joins and filters as nova built them, selecting id)`` with
+    nova's loader options: one row per instance, so the LIMIT added
+    after counts instances and a batch is either full or the cell's
+    last. A query without joins is returned as it is.
+
+    Reads two attributes of SQLAlchemy's legacy ``Query`` that have no
+    public reader (the same in 1.4 and 2.0): ``_setup_joins``, the
+    ``join()`` calls made on it (nova's eager loads are options, not
+    joins), and ``_with_options``, nova's eager-load options.
+    ``tests/functional/test_api_rows.py`` fails if either changes.
+    """
+    if not query._setup_joins:
+        return query
+    matching = query.enable_eagerloads(False).with_entities(
+        models.Instance.id).order_by(None).subquery()
+    return query.session.query(models.Instance).options(
+        *query._with_options).filter(
+        models.Instance.id.in_(sa.select(matching.c.id)))
 
 
 class _SqlalchemyUtils(types.ModuleType):
@@ -131,3 +169,13 @@ def uninstall() -> None:
 
 def installed() -> bool:
     return db_api.sqlalchemyutils is _PROXY
+
+
+def local_state() -> threading.local:
+    """The per-thread state :func:`paging` keeps (for :mod:`.patch`).
+
+    It scopes paging to the thread (the green thread under eventlet)
+    that entered :func:`paging`, so only if it was made after eventlet
+    patched ``threading``.
+    """
+    return _local

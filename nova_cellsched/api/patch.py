@@ -13,57 +13,29 @@
 """Put the replacements into nova, after checking nova is what they fit.
 
 nova has no entry point for its instance lister: the replacement swaps
-module attributes of a private module, which only holds while nova's
-code is the code it was built and tested for. :func:`check` compares
-the running nova with that (version 34.x, the signatures of every
-function replaced or called); :func:`install` refuses on any difference
-with :class:`IncompatibleNova`, which names each one, and changes
-nothing.
+module attributes of a private module, and relies on what nova's
+functions do, which only holds while nova's code is the code it was
+built and tested for. :func:`check` compares the running nova with that
+statically: the exact nova release and the source of every function,
+class and value relied on (:mod:`.fingerprint`), the ``paginate_query``
+that :mod:`.keyset` stands in for, and that its per-thread state is per
+green thread under eventlet. :func:`install` then runs the self-test
+(:mod:`.selftest`: both listers on a private in-memory database, compared
+object by object) and installs only if all of it passes; on any
+difference it raises :class:`IncompatibleNova`, which names each one,
+and changes nothing.
 """
 
 from collections.abc import Callable
-import importlib.metadata
 import inspect
 import threading
 from typing import Any
 
 from oslo_log import log as logging
 
+from nova_cellsched.api import fingerprint
+
 LOG = logging.getLogger(__name__)
-
-#: The nova release series this was built and tested for.
-NOVA_SERIES = '34.'
-
-#: (module, attribute) -> the signature it must have.
-SIGNATURES = {
-    ('nova.compute.instance_list', 'get_instance_objects_sorted'):
-        '(ctx, filters, limit, marker, expected_attrs, sort_keys, '
-        'sort_dirs, cell_down_support=False)',
-    ('nova.compute.instance_list', 'get_instances_sorted'):
-        '(ctx, filters, limit, marker, columns_to_join, sort_keys, '
-        'sort_dirs, cell_mappings=None, batch_size=None, '
-        'cell_down_support=False)',
-    ('nova.db.main.api', 'instance_get_all_by_filters_sort'):
-        '(context, filters, limit=None, marker=None, columns_to_join=None, '
-        'sort_keys=None, sort_dirs=None)',
-    ('nova.db.main.api', 'instance_get_by_uuid'):
-        '(context, uuid, columns_to_join=None)',
-    ('nova.db.main.api', '_instance_metadata_get_multi'):
-        '(context, instance_uuids)',
-    ('nova.db.main.api', '_instance_system_metadata_get_multi'):
-        '(context, instance_uuids)',
-    ('oslo_db.sqlalchemy.utils', 'paginate_query'):
-        '(query, model, limit, sort_keys, marker=None, sort_dir=None, '
-        'sort_dirs=None)',
-    ('nova.db.utils', 'process_sort_params'):
-        "(sort_keys, sort_dirs, default_keys=['created_at', 'id'], "
-        "default_dir='asc')",
-    ('nova.objects.instance', '_make_instance_list'):
-        '(context, inst_list, db_inst_list, expected_attrs)',
-    ('nova.objects.instance', '_expected_cols'): '(expected_attrs)',
-    ('nova.context', 'scatter_gather_cells'):
-        '(context, cell_mappings, timeout, fn, *args, **kwargs)',
-}
 
 
 class IncompatibleNova(Exception):
@@ -76,45 +48,61 @@ class IncompatibleNova(Exception):
         self.problems = problems
         super().__init__(
             'nova-cellsched cannot serve nova-api server lists: %s. '
-            "nova's own lister stays in use. Install the nova-cellsched "
-            'release built for this nova, or remove the cellsched filter '
-            'from api-paste.ini.' % '; '.join(problems))
+            "nova's own lister stays in use. To fix: %s."
+            % ('; '.join(problems), fingerprint.HOW_TO_FIX))
 
 
-def _signature(function: Callable[..., Any]) -> str:
-    # Decorated DB API functions keep the original in __wrapped__.
-    return str(inspect.signature(inspect.unwrap(function)))
+def _parameters(function: Callable[..., Any]) -> str:
+    """The parameters (names, kinds, defaults) without annotations."""
+    signature = inspect.signature(inspect.unwrap(function))
+    return str(signature.replace(
+        parameters=[p.replace(annotation=p.empty)
+                    for p in signature.parameters.values()],
+        return_annotation=signature.empty))
+
+
+def _keyset_problems() -> list[str]:
+    """What :mod:`.keyset` needs from oslo.db and the thread model."""
+    from nova.db.main import api as db_api
+    from oslo_db.sqlalchemy import utils as oslo_utils
+
+    from nova_cellsched.api import keyset
+
+    problems = []
+    ours = _parameters(keyset.paginate_query)
+    theirs = _parameters(oslo_utils.paginate_query)
+    if ours != theirs:
+        problems.append(
+            'oslo_db.sqlalchemy.utils.paginate_query%s was expected to be '
+            'paginate_query%s (nova.db.main.api reaches it through '
+            "nova-cellsched's stand-in)" % (theirs, ours))
+    module = getattr(db_api, 'sqlalchemyutils', None)
+    if module is not oslo_utils and not keyset.installed():
+        problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
+                        'sqlalchemy.utils (found %r)' % (module,))
+    # Paging is scoped to the worker by a thread-local: under eventlet
+    # it must be green-thread-local, or another request's query running
+    # in the same OS thread would be paged too.
+    from nova_cellsched.api import guard
+    locals_ = {'keyset': keyset.local_state(),
+               'guard': getattr(guard, '_local', None)}
+    for name, local in locals_.items():
+        if local is not None and not isinstance(local, threading.local):
+            problems.append(
+                'the per-thread state of nova_cellsched.api.%s was made '
+                'before threading was monkey-patched (import nova, and '
+                'patch, before nova_cellsched)' % name)
+    return problems
 
 
 def check() -> None:
-    """Raise :class:`IncompatibleNova` unless nova is what this fits."""
-    problems = []
-    try:
-        version = importlib.metadata.version('nova')
-    except importlib.metadata.PackageNotFoundError:
-        version = 'unknown'
-    if not version.startswith(NOVA_SERIES):
-        problems.append('expected nova %sx, found nova %s'
-                        % (NOVA_SERIES, version))
-    for (module_name, name), expected in SIGNATURES.items():
-        where = '%s.%s' % (module_name, name)
-        try:
-            module = importlib.import_module(module_name)
-            function = getattr(module, name)
-        except (ImportError, AttributeError) as exc:
-            problems.append('%s is missing (%s)' % (where, exc))
-            continue
-        found = _signature(function)
-        if found != expected:
-            problems.append('%s%s was expected to be %s%s'
-                            % (where, found, where, expected))
-    from nova.db.main import api as db_api
-    from oslo_db.sqlalchemy import utils as oslo_utils
-    if getattr(db_api, 'sqlalchemyutils', None) is not oslo_utils:
-        from nova_cellsched.api import keyset
-        if not keyset.installed():
-            problems.append('nova.db.main.api.sqlalchemyutils is not '
-                            "oslo.db's sqlalchemy.utils")
+    """Raise :class:`IncompatibleNova` unless nova is what this fits.
+
+    The static part: nova's release and sources, oslo.db's
+    ``paginate_query``, the thread model. :func:`install` also runs the
+    self-test.
+    """
+    problems = fingerprint.problems() + _keyset_problems()
     if problems:
         raise IncompatibleNova(problems)
 
@@ -140,8 +128,13 @@ def install() -> bool:
         from nova_cellsched.api import guard
         from nova_cellsched.api import instance_list
         from nova_cellsched.api import keyset
+        from nova_cellsched.api import selftest
 
         from nova import context as nova_context
+        problems, seconds = selftest.run(
+            instance_list.REPLACEMENTS['get_instances_sorted'])
+        if problems:
+            raise IncompatibleNova(problems)
         for name, replacement in instance_list.REPLACEMENTS.items():
             _SAVED[name] = getattr(nova_instance_list, name)
             setattr(nova_instance_list, name, replacement)
@@ -150,9 +143,13 @@ def install() -> bool:
             setattr(nova_context, name, replacement)
         keyset.install()
         guard.install()
-        LOG.info('nova-cellsched serves nova-api server lists '
-                 '(nova.compute.instance_list replaced; [cellsched] '
-                 'api_lister = False goes back to nova\'s lister)')
+        _install_validation()
+        LOG.info('nova-cellsched serves nova-api server lists (nova %s '
+                 'as tested: %d relied-on sources checked; self-test '
+                 'passed in %.3f s; nova.compute.instance_list replaced; '
+                 "[cellsched] api_lister = False goes back to nova's "
+                 'lister)', fingerprint.nova_version(),
+                 len(fingerprint.RELIED_ON), seconds)
         return True
 
 
@@ -180,8 +177,23 @@ def uninstall() -> bool:
         _SAVED_CONTEXT.clear()
         keyset.uninstall()
         guard.uninstall()
+        _uninstall_validation()
         instance_list.shutdown()
         return True
+
+
+# Response validation of the server lists (nova_cellsched.api.validation):
+# checked and installed on its own. A difference there leaves nova's
+# validation in place and the lister installed.
+
+def _install_validation() -> None:
+    from nova_cellsched.api import validation
+    validation.install()
+
+
+def _uninstall_validation() -> None:
+    from nova_cellsched.api import validation
+    validation.uninstall()
 
 
 def is_installed() -> bool:

@@ -80,6 +80,24 @@ def _columns(model: Any) -> tuple[Any, ...]:
                  for prop in sa.inspect(model).column_attrs)
 
 
+def _unique(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """*rows* with each instance once, at its first row.
+
+    What nova's ORM query does with its entities (the legacy ``Query``
+    de-duplicates them by identity). :func:`.keyset.one_row_per_instance`
+    already gives nova's join-producing filters (``tags``, ``tags-any``)
+    one row per instance in SQL, so that a LIMIT counts instances; this
+    keeps a repeat from any other join out of the objects.
+    """
+    seen: set[Any] = set()
+    out = []
+    for row in rows:
+        if row['id'] not in seen:
+            seen.add(row['id'])
+            out.append(row)
+    return out
+
+
 class Loader:
     """Plain rows for one batch of one cell.
 
@@ -105,8 +123,8 @@ class Loader:
     def load(self, query: Any) -> list[dict[str, Any]]:
         """The rows of nova's *query*, each with its joins, as dicts."""
         session = query.session
-        rows = [row._asdict() for row in
-                query.with_entities(*_columns(models.Instance))]
+        rows = _unique(row._asdict() for row in
+                       query.with_entities(*_columns(models.Instance)))
         if not rows:
             return rows
         uuids = [row['uuid'] for row in rows]

@@ -13,14 +13,17 @@
 """nova-api with the cellsched filter in its paste pipeline, for tests."""
 
 import configparser
+import logging
 import os
 import sys
-import tempfile
 
 import fixtures
 from nova.tests.fixtures import conf as nova_conf_fixture
+import testtools.content
 
 import nova_cellsched.api as cellsched_api
+from nova_cellsched.api import selftest
+from nova_cellsched.api import validation
 
 #: nova's api-paste.ini as installed with nova.
 NOVA_API_PASTE = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
@@ -28,12 +31,13 @@ FILTER = 'cellsched'
 APP = 'osapi_compute_app_v21'
 
 
-def paste_with_filter(source: str = NOVA_API_PASTE) -> str:
-    """nova's api-paste.ini text with ``cellsched`` before the app.
+def paste_with_filter(directory: str, source: str = NOVA_API_PASTE) -> str:
+    """nova's api-paste.ini with ``cellsched`` before the app, in *directory*.
 
     As the README tells operators: a ``[filter:cellsched]`` section and
     the filter inserted just before ``osapi_compute_app_v21`` in every
-    pipeline that ends with it.
+    pipeline that ends with it. Returns the path of the file written;
+    removing *directory* is the caller's business.
     """
     parser = configparser.RawConfigParser()
     parser.optionxform = str  # keep the case of keys such as "/v2.1/+"
@@ -52,21 +56,28 @@ def paste_with_filter(source: str = NOVA_API_PASTE) -> str:
     parser.add_section('filter:' + FILTER)
     parser.set('filter:' + FILTER, 'paste.filter_factory',
                'nova_cellsched.api:filter_factory')
-    path = os.path.join(tempfile.mkdtemp(prefix='cellsched-paste-'),
-                        'api-paste.ini')
+    path = os.path.join(directory, 'api-paste.ini')
     with open(path, 'w') as f:
         parser.write(f)
     return path
 
 
-_PASTE_PATH: str | None = None
+_SELF_TEST_RUN = selftest.run
+_SELF_TEST_PASSED: list[float] = []
 
 
-def _paste_path() -> str:
-    global _PASTE_PATH
-    if _PASTE_PATH is None:
-        _PASTE_PATH = paste_with_filter()
-    return _PASTE_PATH
+def self_test_once(replacement=None, timeout=selftest.TIMEOUT):
+    """:func:`selftest.run`, once per test process once it has passed.
+
+    nova-api runs it once per worker; the suites install the filter once
+    per test (``tests/unit/api/test_patch.py`` tests the self-test).
+    """
+    if _SELF_TEST_PASSED:
+        return [], _SELF_TEST_PASSED[0]
+    problems, seconds = _SELF_TEST_RUN(replacement, timeout)
+    if not problems:
+        _SELF_TEST_PASSED.append(seconds)
+    return problems, seconds
 
 
 def _nova_lister_must_not_run(*args, **kwargs):
@@ -80,40 +91,89 @@ class CellschedInNovaApi(fixtures.Fixture):
     Use it before the test's ``setUp`` chain runs: nova's ConfFixture
     then points ``[wsgi] api_paste_config`` at the filtered file, and
     every OSAPIFixture loads the pipeline (and so the filter) from it.
+    The filter is installed as soon as nova's ConfFixture has set nova's
+    test configuration (the self-test needs ``[database] connection``).
 
     :param must_list: check at cleanup that the test made at least one
         listing through the replacement.
     :param fence: make nova's own instance lister fail if called (off
         for tests that compare it with ours).
+    :param must_validate: check at cleanup that the filter's response
+        validation accepted at least one server list by itself.
+    :param check_validation: check at cleanup that no server-list
+        response was handed to nova's validator that nova then accepted
+        (the filter's validator gives nova's verdict on nova's own
+        bodies), and none was validated by nova's decorators instead
+        (off for tests that turn ``[cellsched] api_fast_validation``
+        off).
     """
 
-    def __init__(self, must_list: bool = False, fence: bool = True) -> None:
+    def __init__(self, must_list: bool = False, fence: bool = True,
+                 must_validate: bool = False,
+                 check_validation: bool = True) -> None:
         super().__init__()
         self.must_list = must_list
         self.fence = fence
+        self.must_validate = must_validate
+        self.check_validation = check_validation
 
     def _setUp(self) -> None:
-        paste = _paste_path()
+        # The file lives as long as the fixture: nothing is left in /tmp.
+        paste = paste_with_filter(self.useFixture(fixtures.TempDir()).path)
         original_setup = nova_conf_fixture.ConfFixture.setUp
 
         def conf_setup(conf_fixture):
             original_setup(conf_fixture)
             conf_fixture.conf.set_default('api_paste_config', paste,
                                           group='wsgi')
+            self._install()
 
+        self._installed = False
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.conf.ConfFixture.setUp', conf_setup))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.selftest.run', self_test_once))
+        self.addCleanup(cellsched_api.uninstall)
+
+    def _install(self) -> None:
+        """Install as the filter would, then fence nova's lister off.
+
+        For tests that call nova.compute.instance_list directly (no API)
+        too. The fence comes after: the self-test lists with nova's.
+        """
+        if self._installed:
+            return
+        self._installed = True
+        # This runs before the test's own log capture (nova's
+        # StandardLogging in its setUp) is in place: without one here,
+        # install()'s INFO line went to the stdout handler nova.test's
+        # import gives the root logger, and so into the output of every
+        # passing test. Kept as a detail instead.
+        with fixtures.FakeLogger(level=logging.INFO) as install_log:
+            cellsched_api.install()
+            logged = install_log.output
+        self.addDetail('cellsched-install-log',
+                       testtools.content.text_content(logged))
         if self.fence:
             self.useFixture(fixtures.MonkeyPatch(
                 'nova.compute.instance_list.InstanceLister.'
                 'get_records_sorted', _nova_lister_must_not_run))
-        # Tests that call nova.compute.instance_list directly (no API):
-        # install as the filter would.
-        cellsched_api.install()
-        self.addCleanup(cellsched_api.uninstall)
         before = cellsched_api.served()['cellsched']
         if self.must_list:
             self.addCleanup(self._check_served, before)
+        if self.check_validation:
+            self.addCleanup(self._check_validated, validation.validated())
+
+    def _check_validated(self, before: dict[str, int]) -> None:
+        after = validation.validated()
+        for how in ('nova_accepted', 'off'):
+            if after[how] != before[how]:
+                raise AssertionError(
+                    '%d server-list responses validated as %s (expected '
+                    'none): %s' % (after[how] - before[how], how, after))
+        if self.must_validate and after['fast'] <= before['fast']:
+            raise AssertionError('no server list was validated by the '
+                                 'cellsched validator')
 
     def _check_served(self, before: int) -> None:
         after = cellsched_api.served()['cellsched']

@@ -13,20 +13,26 @@
 """Plain rows (``api/rows.py``) build the objects nova's entities build.
 
 One cell on each database, seeded as nova writes it and then given what
-the seed lacks: tags (on live and deleted servers), compute services
-(with a conductor on the same host and a deleted compute service), a
-server without an info cache, one without an instance_extra row, deleted
-metadata and system metadata rows. For each set of joins nova-api asks
-for (and every instance_extra attribute), each context (admin, admin
-reading deleted rows, a project) and several filters, the batch is
+the seed lacks: tags (servers with one, two and three tags, a tag on a
+deleted server), compute services (with a conductor on the same host and
+a deleted compute service), a server without an info cache, one without
+an instance_extra row, deleted metadata and system metadata rows, servers
+deleted with nova's own ``instance_destroy`` (which soft-deletes their
+instance_extra, info cache and metadata rows) and a soft-deleted one. For
+each set of joins nova-api asks for (and every instance_extra
+attribute), each context (admin, admin reading deleted rows or only
+deleted rows, a project) and filters (live, deleted and mixed listings,
+and every filter nova builds with a join or subquery on tags), the batch is
 loaded twice with nova's ``instance_get_all_by_filters_sort``: with
 nova's joins (its ORM entities) and with a :class:`rows.Loader`; both
 go through nova's ``_make_instance_list`` and the objects, with their
 loaded fields and change tracking, must be the same.
 """
 
+import contextlib
 from typing import Any
 
+from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as db
 from nova.db.main import models
@@ -37,6 +43,7 @@ import sqlalchemy as sa
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import keyset
 from nova_cellsched.api import rows
+from nova_cellsched.api import selftest
 from nova_cellsched.demo import seed
 from tests.functional import db as db_fixtures
 
@@ -58,34 +65,29 @@ API_ATTRS = [
      'resources', 'system_metadata'],
 ]
 
+#: Tags of the seeded servers (see ``_enrich``): two or three a server.
+TAGS = ['blue', 'green', 'red']
+
 FILTERS: list[dict[str, Any]] = [
     {'deleted': False},
     {},
     {'deleted': True},
+    {'deleted': True, 'soft_deleted': False},
     {'deleted': False, 'tags': ['blue']},
     {'deleted': False, 'not-tags-any': ['blue']},
+    # nova's filters that join tags (an inner JOIN per tag for ``tags``,
+    # one JOIN on any of them for ``tags-any``, which repeats a server
+    # with several of them) or read them in a subquery (``not-tags``,
+    # ``not-tags-any``), on live, mixed and deleted listings.
+    {'deleted': False, 'tags-any': TAGS},
+    {'tags-any': TAGS},
+    {'deleted': True, 'tags-any': TAGS},
+    {'deleted': False, 'tags': ['blue', 'green']},
+    {'deleted': False, 'tags': ['green'], 'tags-any': ['blue', 'red']},
+    {'deleted': False, 'not-tags': ['blue', 'green']},
+    {'deleted': False, 'not-tags-any': ['green', 'red']},
+    {'tags-any': TAGS, 'not-tags': ['red']},
 ]
-
-
-def _canonical(primitive: Any) -> Any:
-    """*primitive* with its unordered parts in a stable order.
-
-    Each object's change set, and a server's tags and compute services:
-    nova joins them without an order, so both loads get them in whatever
-    order the database's plan gives (PostgreSQL's differ between nova's
-    eager join and the loader's query).
-    """
-    if isinstance(primitive, dict):
-        if primitive.get('nova_object.name') in ('ServiceList', 'TagList'):
-            data = primitive['nova_object.data']
-            primitive = dict(primitive, **{'nova_object.data': dict(
-                data, objects=sorted(data['objects'], key=repr))})
-        return {key: (sorted(value) if key == 'nova_object.changes'
-                      else _canonical(value))
-                for key, value in primitive.items()}
-    if isinstance(primitive, list):
-        return [_canonical(item) for item in primitive]
-    return primitive
 
 
 def _differences(theirs: Any, ours: Any, path: str = '') -> list[str]:
@@ -129,6 +131,7 @@ class PlainRowsTestMixin:
         self.ctx = nova_context.get_admin_context()
         self.cell = objects.CellMapping.get_by_uuid(
             self.ctx, self.world.uuid_of('cell1'))
+        self._delete_as_nova_does()
 
     def _enrich(self, url: str) -> None:
         """What the seed does not write, as nova would write it."""
@@ -144,10 +147,14 @@ class PlainRowsTestMixin:
                 .order_by(inst.c.id)).all()
             self.assertGreater(len(gone), 0)  # type: ignore[attr-defined]
             tags = models.Tag.__table__
-            for row in live[:6]:
-                for tag in ('blue', 'green'):
+            for number, row in enumerate(live[:8]):
+                # Three tags, then two, on the first servers; the next
+                # two get deleted below (nova removes their tags).
+                for tag in TAGS[:3 if number < 3 else 2]:
                     conn.execute(tags.insert().values(resource_id=row.uuid,
                                                       tag=tag))
+            conn.execute(tags.insert().values(resource_id=live[8].uuid,
+                                              tag='red'))
             conn.execute(tags.insert().values(resource_id=gone[0].uuid,
                                               tag='blue'))
             services = models.Service.__table__
@@ -190,20 +197,39 @@ class PlainRowsTestMixin:
             self.project_id = conn.execute(
                 sa.select(inst.c.project_id).where(
                     inst.c.uuid == live[0].uuid)).scalar_one()
+        self.live = [row.uuid for row in live]
+
+    def _delete_as_nova_does(self) -> None:
+        """Delete two tagged servers with nova's ``instance_destroy``.
+
+        nova soft-deletes their instance_extra, info cache, metadata and
+        system metadata rows with them and removes their tags; a third
+        server is soft-deleted (``deleted`` still 0).
+        """
+        with nova_context.target_cell(self.ctx, self.cell) as cctxt:
+            for uuid in self.live[6:8]:
+                db.instance_destroy(cctxt, uuid)
+            db.instance_update(cctxt, self.live[9],
+                               {'vm_state': vm_states.SOFT_DELETED})
 
     def _load(self, ctx: Any, filters: dict[str, Any], attrs: list[str],
               plain: bool, limit: int | None = None,
-              cols: list[str] | None = None) -> list[Any]:
+              cols: list[str] | None = None, paged: bool = True
+              ) -> list[Any]:
         """One batch, loaded by nova (*plain* False) or by the loader.
 
         :param cols: the joins; nova's ``_expected_cols(attrs)`` if None.
+        :param paged: through :func:`keyset.paging`, as the lister runs
+            nova's query; False for nova's query as nova runs it
+            (oslo.db's ``paginate_query``).
         """
         spec = instance_list.sort_order(None, None)
         if cols is None:
             cols = instance_obj._expected_cols(list(attrs))
         with nova_context.target_cell(ctx, self.cell) as cctxt:
             loader = rows.Loader(cctxt, cols) if plain else None
-            with keyset.paging(None, loader):
+            with (keyset.paging(None, loader) if paged
+                  else contextlib.nullcontext()):
                 found = db.instance_get_all_by_filters_sort(
                     cctxt, filters, limit=limit,
                     columns_to_join=[] if plain else cols,
@@ -212,7 +238,7 @@ class PlainRowsTestMixin:
                 found = loader.finish(found)
         built = instance_obj._make_instance_list(
             ctx, objects.InstanceList(), found, list(attrs))
-        return [(_canonical(inst.obj_to_primitive()),
+        return [(selftest.canonical(inst.obj_to_primitive()),
                  sorted(inst.obj_what_changed())) for inst in built]
 
     def _assert_same(self, ctx: Any, label: str, at_least: int = 500
@@ -239,6 +265,77 @@ class PlainRowsTestMixin:
         """Reading deleted rows (deleted metadata included): same."""
         self._assert_same(self.ctx.elevated(read_deleted='yes'), 'deleted')
 
+    def test_read_deleted_only_objects_are_nova_objects(self) -> None:
+        """Reading only deleted rows (nova then reads no live metadata)."""
+        self._assert_same(self.ctx.elevated(read_deleted='only'),
+                          'only deleted')
+
+    def test_deleted_servers_keep_their_joins(self) -> None:
+        """Servers nova deleted: nova's flavor and info cache, no tags."""
+        for read_deleted in ('yes', 'only'):
+            ctx = self.ctx.elevated(read_deleted=read_deleted)
+            ours = self._load(ctx, {'deleted': True, 'soft_deleted': False},
+                              API_ATTRS[3], True)
+            by_uuid = {p['nova_object.data']['uuid']: p['nova_object.data']
+                       for p, _c in ours}
+            for uuid in self.live[6:8]:
+                data = by_uuid[uuid]
+                self.assertTrue(  # type: ignore[attr-defined]
+                    data['flavor']['nova_object.data']['name'])
+                self.assertNotEqual(  # type: ignore[attr-defined]
+                    '[]', data['info_cache']['nova_object.data'][
+                        'network_info'])
+                self.assertEqual(  # type: ignore[attr-defined]
+                    [], data['tags']['nova_object.data']['objects'])
+
+    def test_tag_filters_list_each_server_once(self) -> None:
+        """A server with several of the tags is one object, as in nova."""
+        for filters, expected in (
+                ({'deleted': False, 'tags-any': TAGS},
+                 self.live[:6] + self.live[8:9]),
+                ({'tags-any': TAGS}, self.live[:6] + self.live[8:9]),
+                ({'deleted': False, 'tags': ['blue', 'green']},
+                 self.live[:6])):
+            for plain in (True, False):
+                found = [p['nova_object.data']['uuid'] for p, _c in
+                         self._load(self.ctx, dict(filters), API_ATTRS[3],
+                                    plain)]
+                self.assertEqual(  # type: ignore[attr-defined]
+                    set(expected), set(found), filters)
+                self.assertEqual(  # type: ignore[attr-defined]
+                    len(expected), len(found), (filters, plain))
+
+    def test_limited_tag_batches_are_novas_first_servers(self) -> None:
+        """A batch of N holds the first N matching servers, each once.
+
+        nova's SQL applies the LIMIT to the joined rows: ``tags-any`` of
+        servers that have two or three of the tags gives fewer servers
+        than the limit (its lister asks again after the last one, so its
+        page is the first N servers). A batch here is never short while
+        servers remain: its end is the end of the cell.
+        """
+        for filters in ({'deleted': False, 'tags-any': TAGS},
+                        {'tags-any': TAGS, 'not-tags': ['red']},
+                        {'deleted': False, 'tags': ['green'],
+                         'tags-any': ['blue', 'red']}):
+            everything = self._load(self.ctx, dict(filters), API_ATTRS[3],
+                                    False, paged=False)
+            self.assertGreater(  # type: ignore[attr-defined]
+                len(everything), 2, filters)
+            # nova's own batches: some hold fewer servers than asked for.
+            short = [limit for limit in range(1, len(everything) + 1)
+                     if len(self._load(self.ctx, dict(filters),
+                                       API_ATTRS[3], False, limit,
+                                       paged=False)) < limit]
+            self.assertTrue(short, filters)  # type: ignore[attr-defined]
+            for limit in range(1, len(everything) + 2):
+                for plain in (True, False):
+                    batch = self._load(self.ctx, dict(filters),
+                                       API_ATTRS[3], plain, limit)
+                    self.assertEqual(  # type: ignore[attr-defined]
+                        [], _differences(everything[:limit], batch)[:10],
+                        (filters, limit, plain))
+
     def test_project_objects_are_nova_objects(self) -> None:
         """A project's own listing (nova's scope applies): same."""
         ctx = nova_context.RequestContext('user', self.project_id,
@@ -252,7 +349,7 @@ class PlainRowsTestMixin:
 
     def test_batches_with_limit_are_nova_objects(self) -> None:
         """A limited batch: the same first rows, the same objects."""
-        for limit in (1, 7, 40):
+        for limit in (1, 7, 30):
             theirs = self._load(self.ctx, {'deleted': False}, API_ATTRS[3],
                                 False, limit)
             ours = self._load(self.ctx, {'deleted': False}, API_ATTRS[3],

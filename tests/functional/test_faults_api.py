@@ -37,8 +37,9 @@ from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
-from nova_cellsched.scheduler import policy_cache
+from nova_cellsched.scheduler import state
 from tests.functional import mariadb_server as mdb
+from tests import scheduler_state
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -172,10 +173,10 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
         stranger = fakes.FakeHostState('new-h', 'n',
                                        {'cell_uuid': uuids.new_cell})
 
-        filt = filters.ProjectCellFilter()
         clock = FakeClock()
-        filt._cache = policy_cache.PolicyCache(
-            filters._read_options, cell_infos.load_cell_infos, clock=clock)
+        self.useFixture(scheduler_state.FreshPolicy(state.SharedPolicy(
+            CONF, cell_infos.load_cell_infos, clock=clock)))
+        filt = filters.ProjectCellFilter()
 
         def cells_passed(project, candidates=hosts):
             spec = objects.RequestSpec(project_id=project,
@@ -200,6 +201,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
         # A SIGHUP-style option change reloads the cells too: it fails,
         # the new mapping is resolved against the last known cells.
         self.cfg.config(cells_default=['cell3'], group='cellsched')
+        scheduler_state.sighup(CONF)
         self.assertEqual({'cell3'}, cells_passed(OTHER))
         self.assertEqual({'cell2'}, cells_passed(PROJECT))
         self.assertEqual(2, logs.output.count('Cannot load the cell'))
@@ -214,6 +216,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
                         % self.world.api_url.rsplit('/', 1)[1],
                         (uuids.new_cell,))
         self.cfg.config(cells_default=['cell3', 'cell4'], group='cellsched')
+        scheduler_state.sighup(CONF)
         clock.now += 60
         self.assertEqual({'cell3', uuids.new_cell},
                          cells_passed(OTHER, hosts + [stranger]))

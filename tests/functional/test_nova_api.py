@@ -31,18 +31,25 @@ ignores NULL, so pages after a marker lose or repeat rows.
 from nova.tests.functional import integrated_helpers  # noqa: F401 isort:skip
 
 import datetime
+import logging
+import os
 import urllib.parse
 
+import fixtures
+import nova.conf
 from nova import context as nova_context
 from nova import objects
 from nova import test
 from nova.tests import fixtures as nova_fixtures
+from nova.tests.fixtures import conf as nova_conf_fixture
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional import fixtures as func_fixtures
 from oslo_serialization import jsonutils
+import testtools
 
 import nova_cellsched.api as cellsched_api
 from tests.functional import nova_api
+from tests import server_timing_grammar as timing_grammar
 
 OTHER_PROJECT = 'a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5'
 #: Servers booted per cell (cell1..cell3); one more fails into cell0.
@@ -134,6 +141,13 @@ class NovaApiListingTest(test.TestCase,
             self.admin_api.post_server({'server': big}), 'ERROR'))
         for server in servers[:-1:3]:
             self.admin_api.put_server_tags(server['id'], ['red'])
+        # Servers with several tags: nova's tags-any JOIN has a row per
+        # matching tag.
+        for server, tags in zip(servers[1:5], (['red', 'blue', 'green'],
+                                               ['blue', 'green'],
+                                               ['red', 'blue'],
+                                               ['green', 'red'])):
+            self.admin_api.put_server_tags(server['id'], tags)
         self._null_launched_at([s['id'] for s in servers[1:6:2]])
         return servers
 
@@ -259,6 +273,68 @@ class NovaApiListingTest(test.TestCase,
                 {s['tenant_id']
                  for s in jsonutils.loads(body.content)['servers']})
 
+    def test_tag_filters_paged_the_same(self):
+        """Every tag filter, unpaged and walked one and two at a time.
+
+        nova filters ``tags-any`` with a JOIN on tags (``tags`` with one
+        per tag): a server with several of the tags is several rows in
+        SQL. Each server is listed once and counts once against the
+        limit, in both listers.
+        """
+        filters = [{'tags': 'red'}, {'tags': 'red,blue'},
+                   {'tags-any': 'red,blue,green'}, {'tags-any': 'blue,green'},
+                   {'not-tags': 'red,blue'}, {'not-tags-any': 'red,green'},
+                   {'tags': 'blue', 'tags-any': 'red,green'},
+                   {'tags-any': 'red,blue', 'not-tags': 'green'}]
+        for params in filters:
+            params = dict(params, all_tenants=1)
+            for version in ('2.26', 'latest'):
+                for limit in (None, 1, 2, 3):
+                    page = dict(params, limit=limit) if limit else params
+                    self.assertSameAnswer(
+                        '/servers/detail?%s' % _query(page), version)
+                walked = self._walk('/servers/detail', params, version, True)
+                self.assertEqual(
+                    self._walk('/servers/detail', params, version, False),
+                    walked, params)
+                ids = [s['id'] for s in walked]
+                self.assertEqual(len(set(ids)), len(ids), params)
+        everything = self._walk('/servers', {'all_tenants': 1,
+                                             'tags-any': 'red,blue,green'},
+                                '2.26', True, limit=1000)
+        self.assertEqual(6, len(everything))
+
+    def test_deleted_servers_the_same(self):
+        """Deleted and mixed listings, after nova deleted two servers.
+
+        nova's delete soft-deletes a server's instance_extra, info cache
+        and metadata rows with it; ``deleted=true`` lists deleted
+        servers, ``changes-since`` live and deleted ones together.
+        """
+        self.admin_api.microversion = 'latest'
+        for server in self.servers[1:3]:
+            self._delete_server(server)
+        changes = (datetime.datetime.now(datetime.timezone.utc) -
+                   datetime.timedelta(hours=1)).isoformat()
+        for params in ({'all_tenants': 1, 'deleted': 'true'},
+                       {'deleted': 'true'},
+                       {'all_tenants': 1, 'changes-since': changes},
+                       {'all_tenants': 1, 'changes-since': changes,
+                        'tags-any': 'red,blue'}):
+            for version in ('2.1', '2.26', 'latest'):
+                for limit in (None, 1, 3):
+                    page = dict(params, limit=limit) if limit else params
+                    self.assertSameAnswer(
+                        '/servers/detail?%s' % _query(page), version)
+                self.assertEqual(
+                    self._walk('/servers/detail', params, version, False),
+                    self._walk('/servers/detail', params, version, True))
+        body = self.assertSameAnswer(
+            '/servers/detail?all_tenants=1&deleted=true', 'latest')
+        listed = jsonutils.loads(body.content)['servers']
+        self.assertEqual({s['id'] for s in self.servers[1:3]},
+                         {s['id'] for s in listed})
+
     def test_bad_input_gets_nova_errors(self):
         """A bad marker, sort key, limit or filter: nova's own error."""
         urls = [
@@ -310,6 +386,49 @@ class NovaApiListingTest(test.TestCase,
         self.assertEqual(after['cellsched'] + 1,
                          cellsched_api.served()['cellsched'])
 
+    def test_served_lists_say_where_the_time_went(self):
+        """A Server-Timing header on served lists, and a log line.
+
+        Per W3C's grammar, the phases adding up to the total, the
+        slowest cell named; not on other responses, nor with the option
+        off or nova's lister serving; the log line names each cell and a
+        down one.
+        """
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.api', level=logging.DEBUG))
+        cells = {cm.name for cm in objects.CellMappingList.get_all(
+            nova_context.get_admin_context())}
+        for path in ('/servers?all_tenants=1',
+                     '/servers/detail?all_tenants=1&limit=3'):
+            response = self._get(self.admin_api, path, True, 'latest')
+            metrics = timing_grammar.parse(
+                response.headers['Server-Timing'])
+            self.assertEqual(['total', 'gather', 'merge', 'objects',
+                              'validation', 'other'], list(metrics))
+            total = float(metrics['total']['dur'])
+            self.assertLessEqual(
+                sum(float(m['dur']) for name, m in metrics.items()
+                    if name != 'total'), total + 0.05 * len(metrics))
+            slowest = metrics['gather']['desc'].split()[1]
+            self.assertIn(slowest, cells)
+        self.assertIn('Listed ', logs.output)
+        for name in cells:
+            self.assertIn(name + ' ', logs.output)
+
+        flavors = self.admin_api.api_request('/flavors')
+        self.assertNotIn('Server-Timing', flavors.headers)
+        nova_lister = self._get(self.admin_api, '/servers', False, 'latest')
+        self.assertNotIn('Server-Timing', nova_lister.headers)
+        self.flags(api_server_timing=False, group='cellsched')
+        off = self._get(self.admin_api, '/servers', True, 'latest')
+        self.assertNotIn('Server-Timing', off.headers)
+
+        cell2 = [cm for cm in objects.CellMappingList.get_all(
+            nova_context.get_admin_context()) if cm.name == 'cell2']
+        with nova_fixtures.DownCellFixture(cell2):
+            self._get(self.admin_api, '/servers?all_tenants=1', True, '2.1')
+        self.assertIn('down: cell2', logs.output)
+
     # Where nova is wrong
 
     def _expected_order(self, sort):
@@ -355,6 +474,32 @@ class NovaApiListingTest(test.TestCase,
                                 limit=3)
             self.assertEqual(self._expected_order(sort),
                              [s['id'] for s in walked], sort)
+
+
+class CellschedInNovaApiFixtureTest(testtools.TestCase):
+    """The test fixture leaves nothing behind."""
+
+    def test_paste_file_lives_as_long_as_the_fixture(self):
+        """nova reads the filtered api-paste.ini; it is gone at cleanup.
+
+        Was a leak: every test process left a ``cellsched-paste-*``
+        directory in /tmp.
+        """
+        fixture = nova_api.CellschedInNovaApi()
+        fixture.setUp()
+        try:
+            conf = nova_conf_fixture.ConfFixture(nova.conf.CONF)
+            conf.setUp()
+            try:
+                paste = nova.conf.CONF.wsgi.api_paste_config
+                with open(paste) as handle:
+                    self.assertIn('[filter:cellsched]', handle.read())
+            finally:
+                conf.cleanUp()
+        finally:
+            fixture.cleanUp()
+        self.assertFalse(os.path.exists(paste), paste)
+        self.assertFalse(os.path.exists(os.path.dirname(paste)), paste)
 
 
 class _Reversed:

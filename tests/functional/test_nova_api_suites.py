@@ -52,6 +52,8 @@ import sys
 import tempfile
 import typing
 
+import nova.conf
+from nova import test as nova_test
 from nova.tests.functional.compute import test_instance_list as func_il
 from nova.tests.functional.regressions import test_bug_1670627
 from nova.tests.functional.regressions import test_bug_1689692
@@ -62,14 +64,17 @@ from nova.tests.unit.compute import test_instance_list as unit_il
 import subunit
 import testtools
 
+from nova_cellsched.api import validation
 from tests.functional import nova_api
 
 
-def with_filter(base: type, must_list: bool = False) -> type:
+def with_filter(base: type, must_list: bool = False,
+                must_validate: bool = False) -> type:
     """*base* (a nova test class) run with ``nova_api.CellschedInNovaApi``."""
 
     def setUp(self):
-        self.useFixture(nova_api.CellschedInNovaApi(must_list=must_list))
+        self.useFixture(nova_api.CellschedInNovaApi(
+            must_list=must_list, must_validate=must_validate))
         base.setUp(self)
 
     return type(base.__name__, (base,), {
@@ -96,9 +101,11 @@ EnforceVolumeBackedForZeroDiskFlavorTestCase = with_filter(
 ResizeCheckInstanceHostTestCase = with_filter(
     wsgi_test_servers.ResizeCheckInstanceHostTestCase)
 TestListServersIpFilter = with_filter(
-    test_list_servers_ip_filter.TestListServersIpFilter, must_list=True)
+    test_list_servers_ip_filter.TestListServersIpFilter, must_list=True,
+    must_validate=True)
 ServerListLimitMarkerCell0Test = with_filter(
-    test_bug_1689692.ServerListLimitMarkerCell0Test, must_list=True)
+    test_bug_1689692.ServerListLimitMarkerCell0Test, must_list=True,
+    must_validate=True)
 TestDeleteFromCell0CheckQuota = with_filter(
     test_bug_1670627.TestDeleteFromCell0CheckQuota)
 
@@ -113,6 +120,23 @@ class UnitTestInstanceList(with_filter(unit_il.TestInstanceList)):
     test_get_instances_with_down_cells = _not_applicable
     test_get_instances_by_not_skipping_down_cells = _not_applicable
     test_get_instances_with_cell_down_support = _not_applicable
+
+
+class ResponseValidation(nova_test.NoDBTestCase):
+    """The suites run with nova's test setting and the fast path."""
+
+    def test_error_mode_and_fast_validation_installed(self):
+        """nova's ConfFixture sets ``[api] response_validation = error``
+        (a body nova's validator rejects fails nova's test); the filter's
+        validation is in place and on.
+        """
+        conf = nova.conf.CONF
+        self.assertEqual('error', conf.api.response_validation)
+        self.assertTrue(validation.is_installed())
+        self.assertTrue(conf.cellsched.api_fast_validation)
+
+
+ResponseValidation = with_filter(ResponseValidation)
 
 
 class ConcurrencyMode(testtools.TestCase):

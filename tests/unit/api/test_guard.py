@@ -12,9 +12,11 @@
 
 """Bounds on a hung cell: the stuck-query count and the read timeout."""
 
+import socket
 import threading
 
 from oslotest import base
+import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched.api import guard
@@ -80,50 +82,88 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual({}, stuck.snapshot())
 
 
-class _FakePyMySQL:
-    """A DBAPI connection with PyMySQL's timeout attributes."""
+class _SilentServer:
+    """A TCP port that accepts connections and never says a word.
+
+    What a frozen database server is to its clients: the kernel
+    completes the TCP handshake from the listen backlog, the process
+    never answers.
+    """
 
     def __init__(self):
-        self._read_timeout = None
-        self._write_timeout = None
+        self.sock = socket.socket()
+        self.sock.bind(('127.0.0.1', 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
 
     def close(self):
-        pass
+        self.sock.close()
 
-    def rollback(self):
-        pass
+
+def run_bounded(function):
+    """Run *function* in a thread: (result or exception, finished)."""
+    box = []
+
+    def target():
+        try:
+            box.append(function())
+        except Exception as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(SAFETY)
+    return (box[0] if box else None), not thread.is_alive()
+
+
+SAFETY = 20.0
 
 
 class TestIoTimeout(base.BaseTestCase):
+    """PyMySQL I/O inside io_timeout ends on its own; elsewhere unchanged.
+    """
 
     def setUp(self):
         super().setUp()
         guard.install()
         self.addCleanup(guard.uninstall)
-        self.dbapi = _FakePyMySQL()
-        self.pool = sa.pool.StaticPool(lambda: self.dbapi)
+        self.server = _SilentServer()
+        self.addCleanup(self.server.close)
+        self.engine = sa.create_engine(
+            'mysql+pymysql://nobody@127.0.0.1:%d/nova' % self.server.port,
+            pool_pre_ping=True)
+        self.addCleanup(self.engine.dispose)
 
-    def test_checkout_inside_sets_timeouts_and_checkin_restores(self):
-        with guard.io_timeout(2.5):
-            conn = self.pool.connect()
-            self.assertEqual((2.5, 2.5), (self.dbapi._read_timeout,
-                                          self.dbapi._write_timeout))
-            conn.close()
-        self.assertEqual((None, None), (self.dbapi._read_timeout,
-                                        self.dbapi._write_timeout))
+    def test_connecting_to_a_silent_server_ends_inside_io_timeout(self):
+        """The handshake read is bounded: the connect fails, not hangs."""
+        def connect():
+            with guard.io_timeout(0.3):
+                with self.engine.connect():
+                    pass
 
-    def test_checkout_outside_changes_nothing(self):
-        conn = self.pool.connect()
-        self.assertIsNone(self.dbapi._read_timeout)
-        conn.close()
+        error, finished = run_bounded(connect)
+        self.assertTrue(finished, 'the connect still blocks')
+        self.assertIsInstance(error, sa.exc.OperationalError)
+
+    def test_connections_are_timed_and_keep_their_own_timeouts(self):
+        """Outside io_timeout a connection has the URL's timeouts."""
+        connection = self._deferred(read_timeout=7, write_timeout=8)
+        self.assertEqual((7, 8), (connection._read_timeout,
+                                  connection._write_timeout))
+        with guard.io_timeout(0.5):
+            self.assertEqual((0.5, 0.5, 0.5),
+                             (connection._read_timeout,
+                              connection._write_timeout,
+                              connection.connect_timeout))
+        self.assertEqual((7, 8), (connection._read_timeout,
+                                  connection._write_timeout))
 
     def test_other_threads_are_not_affected(self):
+        connection = self._deferred()
         seen = []
 
         def other():
-            conn = self.pool.connect()
-            seen.append(self.dbapi._read_timeout)
-            conn.close()
+            seen.append(connection._read_timeout)
 
         with guard.io_timeout(1.0):
             thread = threading.Thread(target=other)
@@ -131,9 +171,33 @@ class TestIoTimeout(base.BaseTestCase):
             thread.join()
         self.assertEqual([None], seen)
 
-    def test_uninstall_stops_listening(self):
+    def test_a_connection_made_before_install_is_timed_from_checkout(self):
+        """Its next checkout's pre-ping and all after it are bounded."""
         guard.uninstall()
-        with guard.io_timeout(3.0):
-            conn = self.pool.connect()
-            self.assertIsNone(self.dbapi._read_timeout)
-            conn.close()
+        plain = pymysql.connections.Connection(
+            host='127.0.0.1', port=self.server.port, user='nobody',
+            defer_connect=True, read_timeout=9)
+        guard.install()
+        pool = sa.pool.StaticPool(lambda: plain)
+        pool.connect().close()
+        self.assertIsInstance(plain, pymysql.connections.Connection)
+        self.assertTrue(type(plain).cellsched_timed)
+        self.assertEqual(9, plain._read_timeout)
+        with guard.io_timeout(0.5):
+            self.assertEqual(0.5, plain._read_timeout)
+
+    def test_uninstall_stops_timing_new_connections(self):
+        guard.uninstall()
+        connection = self._deferred()
+        self.assertIs(pymysql.connections.Connection, type(connection))
+
+    def _deferred(self, **params):
+        """A connection made by the engine's dialect, without I/O."""
+        dialect = self.engine.dialect
+        cargs, cparams = dialect.create_connect_args(self.engine.url)
+        cparams.update(params, defer_connect=True)
+        for fn in dialect.dispatch.do_connect:
+            made = fn(dialect, None, list(cargs), cparams)
+            if made is not None:
+                return made
+        return dialect.connect(*cargs, **cparams)

@@ -10,58 +10,62 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""When nova-api's other cell calls may skip a cell: StuckQueries.hanging."""
+"""Which of nova-api's later cell calls may skip a cell: guard.given_up.
+
+Only the calls of the request whose listing gave up on the cell; never
+another request's (a quota count, a server's own page).
+"""
+
+import contextvars
+import threading
 
 import testtools
 
 from nova_cellsched.api import guard
 
 
-class FakeClock:
-
-    def __init__(self):
-        self.now = 100.0
-
-    def __call__(self):
-        return self.now
-
-
-class HangingTest(testtools.TestCase):
+class GivenUpTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.clock = FakeClock()
-        self.stuck = guard.StuckQueries(clock=self.clock)
+        # Each test in a context of its own: nothing leaks between them.
+        self.context = contextvars.Context()
 
-    def test_a_cell_is_not_hanging_by_default(self):
-        self.assertFalse(self.stuck.hanging('c1'))
+    def run_in_context(self, function, *args):
+        return self.context.run(function, *args)
 
-    def test_a_cell_held_down_hangs_for_that_long(self):
-        self.stuck.hold_down('c1', 2.0)
-        self.assertTrue(self.stuck.hanging('c1'))
-        self.assertFalse(self.stuck.hanging('c2'))
-        self.clock.now += 1.9
-        self.assertTrue(self.stuck.hanging('c1'))
-        self.clock.now += 0.2
-        self.assertFalse(self.stuck.hanging('c1'))
+    def test_nothing_is_given_up_by_default(self):
+        self.assertEqual(frozenset(),
+                         self.run_in_context(guard.given_up, 'req-1'))
 
-    def test_a_later_hold_extends_an_earlier_one_never_shortens(self):
-        self.stuck.hold_down('c1', 5.0)
-        self.stuck.hold_down('c1', 1.0)
-        self.clock.now += 4.0
-        self.assertTrue(self.stuck.hanging('c1'))
+    def test_the_same_request_skips_what_its_listing_gave_up_on(self):
+        self.run_in_context(guard.remember_given_up, 'req-1', ['c3'])
+        self.assertEqual(frozenset({'c3'}),
+                         self.run_in_context(guard.given_up, 'req-1'))
 
-    def test_a_cell_with_a_stuck_query_hangs_until_it_ends(self):
-        query = guard.Query('c1')
-        self.assertTrue(self.stuck.begin(query))
-        self.stuck.abandon(query)
-        self.clock.now += 1000
-        self.assertTrue(self.stuck.hanging('c1'))
-        self.stuck.end(query)
-        self.assertFalse(self.stuck.hanging('c1'))
+    def test_another_request_on_the_same_thread_skips_nothing(self):
+        """A worker thread serving the next request asks every cell."""
+        self.run_in_context(guard.remember_given_up, 'req-1', ['c3'])
+        self.assertEqual(frozenset(),
+                         self.run_in_context(guard.given_up, 'req-2'))
 
-    def test_a_query_abandoned_before_it_started_does_not_hang_the_cell(self):
-        query = guard.Query('c1')
-        self.stuck.abandon(query)
-        self.assertFalse(self.stuck.begin(query))
-        self.assertFalse(self.stuck.hanging('c1'))
+    def test_a_request_without_an_id_skips_nothing(self):
+        self.run_in_context(guard.remember_given_up, None, ['c3'])
+        self.assertEqual(frozenset(),
+                         self.run_in_context(guard.given_up, None))
+
+    def test_a_later_listing_replaces_what_was_given_up(self):
+        self.run_in_context(guard.remember_given_up, 'req-1', ['c3'])
+        self.run_in_context(guard.remember_given_up, 'req-1', [])
+        self.assertEqual(frozenset(),
+                         self.run_in_context(guard.given_up, 'req-1'))
+
+    def test_other_threads_do_not_see_it(self):
+        """A request served concurrently by another thread asks c3."""
+        self.run_in_context(guard.remember_given_up, 'req-1', ['c3'])
+        seen = []
+        thread = threading.Thread(
+            target=lambda: seen.append(guard.given_up('req-1')))
+        thread.start()
+        thread.join()
+        self.assertEqual([frozenset()], seen)

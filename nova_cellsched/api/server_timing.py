@@ -1,0 +1,186 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Where a server list's time went, told to whoever listed.
+
+The paste filter (:class:`Middleware`) gives every request a
+:class:`RequestTimings` in its context; the replacement lister fills it
+(:func:`current`, :func:`phase`) when it serves a listing. On the way
+out, a request that listed gets a W3C ``Server-Timing`` response header
+(browsers' developer tools and ``curl -i`` show it) and one log line
+with the same figures, the time each cell's queries took and the cells
+that were down.
+
+Phases, in the order they run in the request's thread: ``gather``
+(the cells' rounds; its description names the slowest cell), ``merge``,
+``objects`` (nova's Instance objects), ``validation`` (when the fast
+response validation ran) and ``other`` (the rest of nova-api's work:
+BuildRequests, faults, the view, serialization). They never overlap, so
+they add up to ``total``.
+
+No nova import.
+"""
+
+import contextlib
+import contextvars
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from nova_cellsched.listing import profiling
+
+#: Phases of a served list, in header order (``other`` is derived).
+PHASES = ('gather', 'merge', 'objects', 'validation')
+
+WsgiApp = Callable[..., Any]
+
+
+@dataclasses.dataclass
+class RequestTimings:
+    """What one request's listing measured (seconds, monotonic clock)."""
+
+    started: float
+    served: bool = False
+    listed: int = 0
+    phases: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Cell name (or uuid) -> seconds its queries ran in workers.
+    cells: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Cells reported down, by name (or uuid).
+    down: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.phases[name] = self.phases.get(name, 0.0) + max(0.0, seconds)
+
+    def slowest_cell(self) -> tuple[str, float] | None:
+        if not self.cells:
+            return None
+        name = max(self.cells, key=lambda cell: (self.cells[cell], cell))
+        return name, self.cells[name]
+
+    def breakdown(self, total: float) -> list[tuple[str, float]]:
+        """(phase, seconds) in order, ``other`` last, ``total`` first."""
+        parts = [(name, self.phases[name]) for name in PHASES
+                 if name in self.phases]
+        measured = sum(seconds for _name, seconds in parts)
+        # The phases ran one after the other inside the request: their
+        # sum cannot exceed the total but by clock granularity.
+        total = max(total, measured)
+        return [('total', total)] + parts + [('other', total - measured)]
+
+
+_CURRENT: contextvars.ContextVar[RequestTimings | None] = (
+    contextvars.ContextVar('cellsched_request_timings', default=None))
+
+
+def current() -> RequestTimings | None:
+    """This request's timings, if a :class:`Middleware` started them."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[dict[str, Any]]:
+    """Add the body's wall time to phase *name* of this request, if any.
+
+    Yields a dict (for :mod:`nova_cellsched.listing.rounds`' spans).
+    With nova's ``[profiler]`` on, the body is also an osprofiler trace
+    point ``cellsched.<name>``.
+    """
+    timings = _CURRENT.get()
+    start = time.monotonic()
+    try:
+        with profiling.trace(name, None, {}):
+            yield {}
+    finally:
+        if timings is not None:
+            timings.add(name, time.monotonic() - start)
+
+
+def _quote(text: str) -> str:
+    """An RFC 9110 quoted-string of *text* (printable ASCII kept)."""
+    safe = ''.join(c if ' ' <= c <= '~' else '?' for c in text)
+    return '"%s"' % safe.replace('\\', '\\\\').replace('"', '\\"')
+
+
+def header(timings: RequestTimings, total: float) -> str:
+    """The ``Server-Timing`` header value (W3C Server Timing)."""
+    metrics = []
+    for name, seconds in timings.breakdown(total):
+        metric = '%s;dur=%.1f' % (name, seconds * 1000)
+        if name == 'gather':
+            slowest = timings.slowest_cell()
+            if slowest is not None:
+                metric += ';desc=%s' % _quote('slowest %s %.1f ms' % (
+                    slowest[0], slowest[1] * 1000))
+        metrics.append(metric)
+    return ', '.join(metrics)
+
+
+def log_line(timings: RequestTimings, total: float
+             ) -> tuple[str, dict[str, Any]]:
+    """(format, arguments) of the served list's log line."""
+    parts = timings.breakdown(total)
+    return (
+        'Listed %(servers)d servers in %(total).1f ms (%(phases)s); '
+        'cells: %(cells)s; down: %(down)s',
+        {'servers': timings.listed, 'total': parts[0][1] * 1000,
+         'phases': ', '.join('%s %.1f ms' % (name, seconds * 1000)
+                             for name, seconds in parts[1:]),
+         'cells': ', '.join('%s %.1f ms' % (cell, seconds * 1000)
+                            for cell, seconds in sorted(
+                                timings.cells.items())) or '-',
+         'down': ', '.join(sorted(timings.down)) or '-'})
+
+
+class Middleware:
+    """The paste filter's WSGI middleware: timings of served lists.
+
+    :param app: the next WSGI application.
+    :param enabled: called per request: (send the header, log at INFO).
+    :param log: ``log(level_is_info, format, args)`` for the log line.
+    """
+
+    def __init__(self, app: WsgiApp,
+                 enabled: Callable[[], tuple[bool, bool]],
+                 log: Callable[[bool, str, dict[str, Any]], None]) -> None:
+        self.app = app
+        self._enabled = enabled
+        self._log = log
+
+    def __call__(self, environ: dict[str, Any],
+                 start_response: Callable[..., Any]) -> Iterable[bytes]:
+        timings = RequestTimings(started=time.monotonic())
+        token = _CURRENT.set(timings)
+        lock = threading.Lock()
+
+        def timed_start_response(status: str,
+                                 headers: list[tuple[str, str]],
+                                 exc_info: Any = None) -> Any:
+            with lock:
+                if timings.served:
+                    total = time.monotonic() - timings.started
+                    send_header, info = self._enabled()
+                    if send_header:
+                        headers = list(headers) + [
+                            ('Server-Timing', header(timings, total))]
+                    fmt, args = log_line(timings, total)
+                    self._log(info, fmt, args)
+            if exc_info is not None:
+                return start_response(status, headers, exc_info)
+            return start_response(status, headers)
+
+        try:
+            body: Iterable[bytes] = self.app(environ, timed_start_response)
+            return body
+        finally:
+            _CURRENT.reset(token)

@@ -1,0 +1,119 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The Server-Timing header and log line of served lists."""
+
+import hypothesis
+from hypothesis import strategies as st
+import testtools
+
+from nova_cellsched.api import server_timing
+from tests import server_timing_grammar as grammar
+
+
+def timings(**phases):
+    t = server_timing.RequestTimings(started=0.0, served=True, listed=3)
+    for name, seconds in phases.items():
+        t.add(name, seconds)
+    return t
+
+
+class HeaderTest(testtools.TestCase):
+
+    def test_phases_in_order_with_the_slowest_cell_named(self):
+        t = timings(gather=0.5, merge=0.01, objects=0.2)
+        t.cells = {'cell1': 0.3, 'cell "2"': 0.45}
+        metrics = grammar.parse(server_timing.header(t, 1.0))
+        self.assertEqual(['total', 'gather', 'merge', 'objects', 'other'],
+                         list(metrics))
+        self.assertEqual('1000.0', metrics['total']['dur'])
+        self.assertEqual('slowest cell "2" 450.0 ms',
+                         metrics['gather']['desc'])
+        self.assertEqual('290.0', metrics['other']['dur'])
+
+    def test_validation_is_a_phase_when_measured(self):
+        metrics = grammar.parse(server_timing.header(
+            timings(gather=0.1, validation=0.05), 0.2))
+        self.assertIn('validation', metrics)
+
+    @hypothesis.given(
+        phases=st.dictionaries(st.sampled_from(server_timing.PHASES),
+                               st.floats(0, 100)),
+        total=st.floats(0, 500),
+        cells=st.dictionaries(st.text(max_size=20), st.floats(0, 100)))
+    def test_any_figures_parse_and_add_up_to_the_total(self, phases,
+                                                       total, cells):
+        t = timings(**phases)
+        t.cells = cells
+        metrics = grammar.parse(server_timing.header(t, total))
+        parts = sum(float(m['dur']) for name, m in metrics.items()
+                    if name != 'total')
+        # Rounded to 0.1 ms each.
+        self.assertLessEqual(parts, float(metrics['total']['dur'])
+                             + 0.05 * len(metrics))
+        self.assertGreaterEqual(float(metrics['other']['dur']), 0.0)
+
+
+class LogLineTest(testtools.TestCase):
+
+    def test_per_cell_times_and_down_cells(self):
+        t = timings(gather=2.0)
+        t.cells = {'cell1': 0.2, 'cell2': 2.0}
+        t.down = ['cell3']
+        fmt, args = server_timing.log_line(t, 2.5)
+        line = fmt % args
+        self.assertIn('Listed 3 servers in 2500.0 ms', line)
+        self.assertIn('cell1 200.0 ms, cell2 2000.0 ms', line)
+        self.assertIn('down: cell3', line)
+
+
+class MiddlewareTest(testtools.TestCase):
+
+    def call(self, serves, enabled=(True, False)):
+        logged = []
+
+        def app(environ, start_response):
+            if serves:
+                server_timing.current().served = True
+                with server_timing.phase('gather'):
+                    pass
+            start_response('200 OK', [('Content-Type', 'text/plain')])
+            return [b'ok']
+
+        middleware = server_timing.Middleware(
+            app, lambda: enabled, lambda info, fmt, args: logged.append(
+                (info, fmt % args)))
+        seen = {}
+
+        def start_response(status, headers, exc_info=None):
+            seen['headers'] = dict(headers)
+
+        body = middleware({}, start_response)
+        self.assertEqual([b'ok'], body)
+        self.assertIsNone(server_timing.current())
+        return seen['headers'], logged
+
+    def test_a_served_list_gets_the_header_and_a_log_line(self):
+        headers, logged = self.call(serves=True)
+        grammar.parse(headers['Server-Timing'])
+        self.assertEqual(1, len(logged))
+        self.assertFalse(logged[0][0])  # DEBUG unless asked
+
+    def test_other_requests_get_neither(self):
+        headers, logged = self.call(serves=False)
+        self.assertNotIn('Server-Timing', headers)
+        self.assertEqual([], logged)
+
+    def test_option_off_no_header_but_the_log_line(self):
+        headers, logged = self.call(serves=True, enabled=(False, True))
+        self.assertNotIn('Server-Timing', headers)
+        self.assertTrue(logged[0][0])  # INFO when asked
