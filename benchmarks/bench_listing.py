@@ -21,8 +21,18 @@ every point::
 
 (``python benchmarks/bench_listing.py --quick`` is a small smoke run;
 ``pip install -r benchmarks/requirements.txt`` adds mysqlclient,
-matplotlib and pyinstrument. ``--tune-server`` raises the server's buffer
-pool so the 50 x 10,000 world is served from memory.)
+matplotlib and pyinstrument, which are checked before anything touches
+the server. ``--tune-server`` raises the server's buffer pool so the
+50 x 10,000 world is served from memory: it changes GLOBAL variables of
+the server the URL names, prints the old and new values and the
+statements that set them back, and sets them back at the end unless
+``--keep-tuning``.)
+
+**Databases.** A run drops the benchmark databases it created when it
+ends (also on failure); ``--keep`` keeps them for the next run, which
+reuses a world whose row counts are right. Databases that existed before
+the run are left alone. ``--cleanup`` drops every ``ncsbench_*``
+database on ``--server`` and exits.
 
 **Data.** Per world (cell count x instances per cell x deleted rows per
 live one) an API database, cell0 and N cell databases named
@@ -117,13 +127,11 @@ monkey_patch.patch()
 import argparse  # noqa: E402
 import concurrent.futures  # noqa: E402
 import cProfile  # noqa: E402
-import datetime  # noqa: E402
 import gc  # noqa: E402
 import heapq  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import logging as std_logging  # noqa: E402
-import platform  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
@@ -141,7 +149,6 @@ from nova.network import security_group_api  # noqa: E402
 from nova import objects  # noqa: E402
 from nova import rpc as nova_rpc  # noqa: E402
 from nova.tests.unit.api.openstack import fakes  # noqa: E402
-from nova import version as nova_version  # noqa: E402
 from oslo_db.sqlalchemy import enginefacade  # noqa: E402
 from oslo_serialization import jsonutils  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
@@ -153,8 +160,10 @@ from nova_cellsched import listing  # noqa: E402
 from nova_cellsched.listing import codec  # noqa: E402
 from nova_cellsched.listing import query as instance_query  # noqa: E402
 from nova_cellsched.listing import sorting  # noqa: E402
+from nova_cellsched.listing.timing import natural_key  # noqa: E402
 from nova_cellsched.listing import views  # noqa: E402
 
+import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 
 CONF = nova.conf.CONF
@@ -682,10 +691,12 @@ def profile_ours(world: dict[str, Any], driver: str, limit: int,
         with profiler:
             for _ in range(runs):
                 ours.run(limit, None)
-        stats = profiler.stats()
+        stats = runinfo.scrub_stats(profiler.stats())
         base = os.path.join(out_dir, '%s_profile_ours_%dc_limit%d_%s' % (
             name, len(world['cells']) - 1, limit, driver))
         stats.dump_stats(base + '.pstats')
+        # Published files: no local paths (runinfo.scrub_stats above,
+        # strip_dirs() and runinfo.scrub below).
         with open(base + '.txt', 'w') as handle:
             handle.write('cProfile of %d runs of ours (all threads: the '
                          'caller and every cell worker), driver %s\n\n'
@@ -708,8 +719,8 @@ def profile_ours(world: dict[str, Any], driver: str, limit: int,
                 ours.run(limit, None)
             profiler2.stop()
             with open(base + '.pyinstrument.txt', 'w') as handle:
-                handle.write(profiler2.output_text(unicode=True,
-                                                   show_all=False))
+                handle.write(runinfo.scrub(profiler2.output_text(
+                    unicode=True, show_all=False)))
             files['pyinstrument'] = base + '.pyinstrument.txt'
     finally:
         ours.close()
@@ -717,31 +728,71 @@ def profile_ours(world: dict[str, Any], driver: str, limit: int,
     return files
 
 
-def tune_server(server: str, log: Any, tune: bool) -> dict[str, Any]:
-    """Report (and with *tune*, raise) the server settings that matter.
+#: What ``--tune-server`` sets, when the server's value is lower.
+TUNED = {'innodb_buffer_pool_size': 10 * 2 ** 30, 'max_connections': 1000}
+
+
+def _set_globals(server: str, values: dict[str, int], log: Any,
+                 note: str) -> None:
+    engine = sa.create_engine(server, isolation_level='AUTOCOMMIT')
+    try:
+        with engine.connect() as conn:
+            for name, value in values.items():
+                conn.execute(sa.text('SET GLOBAL %s = %d' % (name, value)))
+                log('SET GLOBAL %s = %d (%s)' % (name, value, note))
+    finally:
+        engine.dispose()
+
+
+def tune_server(server: str, log: Any) -> dict[str, int]:
+    """Raise the server's globals in :data:`TUNED`; return the old values.
 
     The 50 x 10,000 world is about 4 GB: with MariaDB's default 128 MiB
     buffer pool every listing would read from disk, which is not what a
-    production cell database does. ``--tune-server`` raises
-    innodb_buffer_pool_size to 10 GiB and max_connections to 1000 (three
-    paths keep pools to 51 cells) with SET GLOBAL; both are dynamic and
-    last until the server restarts.
+    production cell database does. innodb_buffer_pool_size goes to
+    10 GiB and max_connections to 1000 (three paths keep pools to 51
+    cells) with SET GLOBAL, which changes the whole server (every user
+    of it) until :func:`restore_server` or a restart. Old and new values
+    are printed, with the statements that set them back by hand.
     """
+    engine = sa.create_engine(server, isolation_level='AUTOCOMMIT')
+    try:
+        with engine.connect() as conn:
+            current = {name: int(conn.execute(sa.text(
+                'SHOW GLOBAL VARIABLES LIKE :n'), {'n': name}).first()[1])
+                for name in TUNED}
+    finally:
+        engine.dispose()
+    old = {name: value for name, value in current.items()
+           if value < TUNED[name]}
+    for name, value in current.items():
+        if name not in old:
+            log('--tune-server: %s is %d already, left as it is'
+                % (name, value))
+    for name, value in old.items():
+        log('--tune-server: %s %d -> %d' % (name, value, TUNED[name]))
+    _set_globals(server, {n: TUNED[n] for n in old}, log, 'GLOBAL, for '
+                 'every user of the server until set back or restarted')
+    if old:
+        log('--tune-server: set back at the end of the run (unless '
+            '--keep-tuning); by hand: %s' % '; '.join(
+                'SET GLOBAL %s = %d' % kv for kv in old.items()))
+    return old
+
+
+def restore_server(server: str, old: dict[str, int], log: Any) -> None:
+    """Set the globals :func:`tune_server` changed back to *old*."""
+    _set_globals(server, old, log, 'set back')
+
+
+def server_settings(server: str, log: Any) -> dict[str, Any]:
+    """The server settings that matter to the results, for the report."""
     engine = sa.create_engine(server, isolation_level='AUTOCOMMIT')
     try:
         with engine.connect() as conn:
             def var(name: str) -> Any:
                 return conn.execute(sa.text(
                     'SHOW VARIABLES LIKE :n'), {'n': name}).first()[1]
-            if tune:
-                if int(var('innodb_buffer_pool_size')) < 10 * 2 ** 30:
-                    conn.execute(sa.text(
-                        'SET GLOBAL innodb_buffer_pool_size = %d'
-                        % (10 * 2 ** 30)))
-                    log('SET GLOBAL innodb_buffer_pool_size = 10 GiB')
-                if int(var('max_connections')) < 1000:
-                    conn.execute(sa.text('SET GLOBAL max_connections = 1000'))
-                    log('SET GLOBAL max_connections = 1000')
             data = conn.execute(sa.text(
                 "SELECT COALESCE(SUM(data_length + index_length), 0) FROM "
                 "information_schema.tables WHERE table_schema LIKE "
@@ -780,7 +831,20 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
              '+ JSON, floor = raw DB-API per cell in parallel fetching '
              'exactly the rows of the answer with their blobs and metadata '
              '(fetch only), naive = raw DB-API asking every cell for '
-             '`limit` rows, then the blobs of the survivors.',
+             '`limit` rows, then the blobs of the survivors.', '',
+             'Columns: *cells* (cell databases besides cell0), *per cell* '
+             '(live instances per cell), *deleted x* (soft-deleted rows '
+             'per live one), *driver* (pymysql, or mysqldb: mysqlclient), '
+             '*limit* (page size), *marker* (yes: the page after a marker '
+             'in the middle of the first page); *nova*, *ours*, *floor*, '
+             '*naive*: median ms of each path; *nova/ours*, *ours/floor*: '
+             'ratios of those medians; *rows fetched*: rows each path read '
+             'from the cells. nova phases: ms in each step of nova\'s '
+             'pipeline (median run). Ours: *setup* (cell mappings, '
+             'marker), *gather* (waiting for the cells\' batches), '
+             '*merge*, *view* (parsing and records), *JSON*. Per cell: '
+             'rows and batches fetched, ms waiting for a worker, '
+             'connecting (pool checkout), executing and fetching.',
              '', '## All points', '',
              '| cells | per cell | deleted x | driver | limit | marker | '
              'nova | ours | floor | naive | nova/ours | ours/floor | '
@@ -845,7 +909,8 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
             p['cells'], p['per_cell'], p['driver'], p['limit']), '',
             '| cell | rows | batches | wait | connect | execute | fetch |',
             '|---|---:|---:|---:|---:|---:|---:|']
-        for c in p['ours']['timings']['cells']:
+        for c in sorted(p['ours']['timings']['cells'],
+                        key=lambda c: natural_key(c['name'] or '')):
             s = c['seconds']
             lines.append('| %s | %d | %d | %.1f | %.1f | %.1f | %.1f |' % (
                 c['name'], c['rows'], c['batches'], s['wait'] * 1000,
@@ -1013,8 +1078,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--seed-workers', type=int, default=2)
     parser.add_argument('--tune-server', action='store_true',
                         help='SET GLOBAL innodb_buffer_pool_size = 10 GiB '
-                        'and max_connections = 1000 (dynamic, until the '
-                        'server restarts)')
+                        'and max_connections = 1000 where lower: changes '
+                        'the whole server; old values printed and set '
+                        'back at the end')
+    parser.add_argument('--keep-tuning', action='store_true',
+                        help='with --tune-server: leave the raised values '
+                        'in place at the end')
+    seed_fast.add_database_args(parser)
+    parser.add_argument('--render', metavar='JSON',
+                        help='only write the markdown next to a results '
+                        'JSON file (no run)')
     parser.add_argument('--out', default=None,
                         help='directory for listing.json/.md/.png')
     parser.add_argument('--name', default='listing',
@@ -1037,19 +1110,46 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:
-    """What every results file starts with: command, date, versions."""
-    return {
-        'command': 'python benchmarks/%s %s' % (
-            script, ' '.join(sys.argv[1:] if argv is None else argv)),
-        'date': datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        'nova': nova_version.version_string(),
-        'sqlalchemy': sa.__version__, 'python': platform.python_version(),
-        'cpus': os.cpu_count(),
-    }
+    """What every results file starts with (see :mod:`runinfo`)."""
+    return runinfo.run_info(script, argv)
+
+
+def requirements(args: argparse.Namespace) -> dict[str, str]:
+    """Module -> what it is needed for, for this run's options."""
+    needed = {'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'}
+    if args.out and not args.cleanup:
+        needed['matplotlib'] = 'matplotlib: the chart of --out'
+    return needed
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        with open(args.render) as handle:
+            report = json.load(handle)
+        path = os.path.splitext(args.render)[0] + '.md'
+        write_markdown(path, report)
+        print('wrote %s' % path)
+        return 0
+    seed_fast.require('bench_listing.py', {} if args.cleanup
+                      else requirements(args))
+    if args.cleanup:
+        seed_fast.drop_databases(
+            args.server, seed_fast.bench_databases(args.server))
+        return 0
+    tuned: dict[str, int] = {}
+    with seed_fast.databases_of_this_run(args.server, args.keep):
+        try:
+            if args.tune_server:
+                tuned = tune_server(args.server, print)
+            return _main(args, argv)
+        finally:
+            if tuned and not args.keep_tuning:
+                restore_server(args.server, tuned, print)
+
+
+def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """The run itself; :func:`main` checks, tunes and cleans up."""
     out_dir = args.out
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
@@ -1060,7 +1160,7 @@ def main(argv: list[str] | None = None) -> int:
         log_lines.append(text)
 
     configure_nova(args.server)
-    server = tune_server(args.server, log, args.tune_server)
+    server = server_settings(args.server, log)
     log('MariaDB %(version)s, innodb_buffer_pool_size %(innodb_buffer_pool_'
         'size)d, max_connections %(max_connections)d' % server)
     log('nova_cellsched from %s' % os.path.dirname(nova_cellsched.__file__))
@@ -1143,8 +1243,7 @@ def main(argv: list[str] | None = None) -> int:
         log(line)
     report = dict(run_info('bench_listing.py', argv), **{
         'server': server, 'repeat': args.repeat,
-        'microversion': MAX_VERSION, 'package': os.path.dirname(
-            nova_cellsched.__file__),
+        'microversion': MAX_VERSION,
         'nova_expected_attrs': EXPECTED_ATTRS, 'points': points,
         'seeding': seeding,
         'targets': targets, 'notes': notes,

@@ -12,10 +12,13 @@
 
 """Scheduling with and without the placement pre-filter, at scale.
 
-Not a test: a script that prints (and with ``--json`` saves) numbers::
+Not a test: a script that prints (and with ``--out DIR`` saves as
+``placement.json`` and ``placement.md``) numbers::
 
     python benchmarks/bench_placement.py --hosts 2000 --cells 20 \\
-        --requests 20 --json results.json
+        --requests 20 --out benchmarks/results/
+    python benchmarks/bench_placement.py \\
+        --render benchmarks/results/placement.json
 
 It borrows nova's functional machinery (``nova.test.TestCase`` with
 ``NUMBER_OF_CELLS`` cell databases and an API database in memory, nova's
@@ -47,6 +50,7 @@ from nova.tests.functional import integrated_helpers  # noqa: F401,I001
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -63,10 +67,14 @@ from nova.scheduler.client import report
 from nova.scheduler import manager as scheduler_manager
 from nova import test
 from nova.tests.functional import fixtures as func_fixtures
+from oslo_messaging.rpc import dispatcher as rpc_dispatcher
 
-from nova_cellsched import cells as cells_mod
-from nova_cellsched.scheduler import aggregate_sync
-from nova_cellsched.scheduler import host_filter
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import runinfo  # noqa: E402
+
+from nova_cellsched import cells as cells_mod  # noqa: E402
+from nova_cellsched.scheduler import aggregate_sync  # noqa: E402
+from nova_cellsched.scheduler import host_filter  # noqa: E402
 
 CONF = nova.conf.CONF
 DEDICATED = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'
@@ -145,6 +153,57 @@ class PlacementBench(test.TestCase):
                         {'resource_provider_generation': 1,
                          'traits': ['COMPUTE_NODE', 'OWNER_NOVA']})
 
+    def _sync(self, cells, workers=None, **kwargs):
+        """One sync at *workers* (the sync's default if None)."""
+        if workers:
+            # A main without the option measures its serial sync.
+            kwargs['workers'] = workers
+        return aggregate_sync.sync(aggregate_sync.Placement(self.client),
+                                   cells, **kwargs)
+
+    def _sync_only(self, cells, build_s):
+        """For each ``--sync-workers`` value: empty the cell aggregates
+        (not timed), then time a first sync and a sync with nothing to
+        change, counting the placement requests each makes, by method.
+        ``--placement-latency`` adds that many ms to each timed request,
+        as a placement service across the network would.
+        """
+        counts: dict = {}
+        latency = {'s': 0.0}
+        for method in ('get', 'put'):
+            real = getattr(self.client.__class__, method)
+
+            def counting(client, url, *a, _real=real, _method=method, **kw):
+                counts[_method] = counts.get(_method, 0) + 1
+                if latency['s']:
+                    time.sleep(latency['s'])
+                return _real(client, url, *a, **kw)
+
+            self.useFixture(fixtures.MonkeyPatch(
+                'nova.scheduler.client.report.SchedulerReportClient.%s'
+                % method, counting))
+        syncs = {}
+        for workers in ARGS.sync_workers or [None]:
+            if syncs:
+                self._sync(cells, 8, nodes_of=lambda cm: frozenset())
+            for label in ('first', 'no_change'):
+                counts.clear()
+                latency['s'] = ARGS.placement_latency / 1000.0
+                started = time.perf_counter()
+                rows = self._sync(cells, workers)
+                latency['s'] = 0.0
+                syncs['%s/%s' % (workers or 'default', label)] = {
+                    'seconds': time.perf_counter() - started,
+                    'changes': len(rows),
+                    'failed': sum(1 for row in rows if row.failed),
+                    'requests': dict(counts)}
+        RESULTS.update({
+            'hosts': ARGS.hosts, 'cells': ARGS.cells,
+            'dedicated_hosts': ARGS.dedicated_hosts,
+            'placement_latency_ms': ARGS.placement_latency,
+            'build_s': build_s, 'syncs': syncs,
+            'python': platform.python_version()})
+
     def _spec(self, project):
         flavor = objects.Flavor(
             id=1, flavorid='1', name='m1.tiny', vcpus=1, memory_mb=512,
@@ -174,6 +233,9 @@ class PlacementBench(test.TestCase):
         for i in range(ARGS.dedicated_hosts):
             self._add_host('d%05d' % i, small)
         build_s = time.perf_counter() - started
+        if ARGS.sync_only:
+            self._sync_only(cells, build_s)
+            return
         started = time.perf_counter()
         aggregate_sync.sync(aggregate_sync.Placement(self.client), cells)
         sync_s = time.perf_counter() - started
@@ -217,6 +279,13 @@ class PlacementBench(test.TestCase):
                             instance_uuids=[spec.instance_uuid],
                             return_objects=True, return_alternates=False)
                         landed.add(sel[0][0].cell_uuid)
+                    except rpc_dispatcher.ExpectedException as exc:
+                        # select_destinations is an RPC endpoint: its
+                        # NoValidHost comes wrapped (expected_exceptions).
+                        if not isinstance(exc.exc_info[1],
+                                          nova_exception.NoValidHost):
+                            raise
+                        failures += 1
                     except nova_exception.NoValidHost:
                         failures += 1
                     times.append((time.perf_counter() - t0) * 1000.0)
@@ -239,6 +308,59 @@ class PlacementBench(test.TestCase):
             'python': platform.python_version()})
 
 
+ROWS = (('plain/dedicated', 'dedicated, without'),
+        ('prefilter/dedicated', 'dedicated, pre-filter'),
+        ('plain/unmapped', 'unmapped, without'),
+        ('prefilter/unmapped', 'unmapped, pre-filter'))
+
+
+def write_markdown(path, report):
+    """The results as a table, every column explained."""
+    runs = report['runs']
+    lines = [
+        '# Scheduling with and without the placement pre-filter', '',
+        '`%s` on %s (commit %s), nova %s, Python %s, %s CPU(s).' % (
+            report.get('command', 'python benchmarks/bench_placement.py'),
+            report.get('date', '?')[:16], report.get('commit'),
+            report.get('nova'), report['python'], report.get('cpus', '?')),
+        '',
+        '%(hosts)d compute node resource providers in %(cells)d cells of '
+        'nova\'s in-memory test databases and placement; the last cell '
+        '(%(dedicated_hosts)d hosts, added last) is dedicated to one '
+        'project in `cells_projects`, the others are `cells_default`. '
+        '`[scheduler] max_placement_results` %(max_placement_results)d. '
+        'Hosts built in %(build_s).0f s; `sync-aggregates` took '
+        '%(sync_s).0f s.' % report, '',
+        '| request | median ms | mean ms | candidates | in allowed cells '
+        '| NoValidHost | outside allowed cells |',
+        '|---|---|---|---|---|---|---|']
+    for key, label in ROWS:
+        run = runs[key]
+        lines.append('| %s | %.0f | %.0f | %.0f | %.0f | %d of %d | %d |' % (
+            label, run['median_ms'], run['mean_ms'], run['candidates_mean'],
+            run['allowed_candidates_mean'], run['no_valid_host'],
+            run['requests'], run['outside_allowed_cells']))
+    lines += [
+        '', 'Columns:', '',
+        '* request: *dedicated* is a request of the project the small cell '
+        'is dedicated to, *unmapped* one of a project named nowhere (it '
+        'may use the default cells); *without* has `[cellsched] '
+        'placement_prefilter = false`, *pre-filter* true.',
+        '* median ms, mean ms: `SchedulerManager.select_destinations` '
+        'for one single-instance request (request filters, placement, '
+        'host states, filters, weighers, claim), over the requests of the '
+        'line.',
+        '* candidates: resource providers in placement\'s allocation '
+        'candidates, mean per request (at most max_placement_results).',
+        '* in allowed cells: of those, the providers in a cell the '
+        'request may use, mean per request.',
+        '* NoValidHost: requests that found no host.',
+        '* outside allowed cells: cells a request landed in that it may '
+        'not use (must be 0).']
+    with open(path, 'w') as handle:
+        handle.write('\n'.join(lines) + '\n')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, default=2000)
@@ -249,12 +371,50 @@ def main(argv=None):
                         help='Default: nova\'s (1000). A smaller value '
                         'stands for a bigger cloud: 100 of 1,000 hosts is '
                         'the share 1,000 of 10,000 hosts is.')
+    parser.add_argument('--sync-only', action='store_true',
+                        help='only time sync-aggregates: a first sync and '
+                        'a sync with nothing to change (no scheduling)')
+    parser.add_argument('--sync-workers', metavar='N[,N...]',
+                        type=lambda v: [int(n) for n in v.split(',')],
+                        help='with --sync-only: placement requests the sync '
+                        'keeps in flight, one measurement per value '
+                        '(default: the sync\'s default)')
+    parser.add_argument('--placement-latency', metavar='MS', type=float,
+                        default=0.0,
+                        help='with --sync-only: ms added to each placement '
+                        'request of the timed syncs (network and a remote '
+                        'placement service)')
     parser.add_argument('--json', metavar='PATH')
+    parser.add_argument('--out', metavar='DIR',
+                        help='write DIR/placement.json and placement.md')
+    parser.add_argument('--render', metavar='JSON',
+                        help='only write the markdown next to a results '
+                        'JSON file (no run)')
     parser.parse_args(argv, namespace=ARGS)
+    if ARGS.render:
+        with open(ARGS.render) as handle:
+            report = json.load(handle)
+        path = os.path.splitext(ARGS.render)[0] + '.md'
+        write_markdown(path, report)
+        print('wrote %s' % path)
+        return 0
+    RESULTS.update(runinfo.run_info('bench_placement.py', argv))
     result = unittest.TextTestRunner(stream=sys.stderr, verbosity=0).run(
         PlacementBench())
     if not result.wasSuccessful():
         return 1
+    if ARGS.sync_only:
+        print('%(hosts)d hosts in %(cells)d cells, built in %(build_s).1f s'
+              % RESULTS)
+        for label, run in RESULTS['syncs'].items():
+            print('sync workers/%-18s %7.1f s  %5d changes  %d failed  '
+                  'requests %s' % (label, run['seconds'], run['changes'],
+                                   run['failed'], run['requests']))
+        if ARGS.json:
+            with open(ARGS.json, 'w') as handle:
+                json.dump(RESULTS, handle, indent=2, sort_keys=True)
+                handle.write('\n')
+        return 0
     runs = RESULTS['runs']
     print('%(hosts)d hosts in %(cells)d cells (dedicated cell: '
           '%(dedicated_hosts)d hosts, added last), max_placement_results '
@@ -273,9 +433,18 @@ def main(argv=None):
         pre = runs['prefilter/%s' % label]['median_ms']
         print('%s: median time with / without pre-filter = %.2f'
               % (label, pre / plain))
-    if ARGS.json:
-        with open(ARGS.json, 'w') as handle:
+    paths = [ARGS.json] if ARGS.json else []
+    if ARGS.out:
+        os.makedirs(ARGS.out, exist_ok=True)
+        paths.append(os.path.join(ARGS.out, 'placement.json'))
+    for path in paths:
+        with open(path, 'w') as handle:
             json.dump(RESULTS, handle, indent=2, sort_keys=True)
+            handle.write('\n')
+    if ARGS.out:
+        write_markdown(os.path.join(ARGS.out, 'placement.md'), RESULTS)
+        print('wrote %s' % ', '.join(paths + [
+            os.path.join(ARGS.out, 'placement.md')]))
     return 0
 
 

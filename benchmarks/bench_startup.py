@@ -46,13 +46,15 @@ nova_cellsched.cmd.cellsched --config-file DIR/nova.conf list --limit 20``.
 import argparse
 import json
 import os
-import platform
 import resource
 import statistics
 import subprocess
 import sys
 import time
 from typing import Any
+
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import runinfo  # noqa: E402
 
 TARGETS = {'list --limit 20': 1.0, '--help': 0.3}
 
@@ -102,6 +104,13 @@ def summary(runs: list[tuple[float, float]]) -> dict[str, Any]:
     return {'median_s': statistics.median(times),
             'cpu_median_s': statistics.median(cpu for _wall, cpu in runs),
             'runs_s': times}
+
+
+def public_command(cmd: list[str]) -> list[str]:
+    """*cmd* as the results file records it: no local paths."""
+    if len(cmd) == 1:
+        return [os.path.basename(cmd[0])]
+    return ['python'] + cmd[1:]
 
 
 def main() -> int:
@@ -167,10 +176,15 @@ def main() -> int:
           '%.3f s after' % tuple(speed))
     if args.json:
         with open(args.json, 'w') as handle:
-            json.dump({'python': platform.python_version(),
-                       'command': cmd, 'baseline': args.baseline,
-                       'reference_loop_s': speed, 'results': results},
-                      handle, indent=1)
+            # Published with the repository: the baseline by its commit,
+            # the command without the machine's paths.
+            json.dump(dict(runinfo.run_info('bench_startup.py', None), **{
+                'measured': public_command(cmd),
+                'baseline': {'commit': runinfo.commit(
+                    os.path.abspath(args.baseline))} if args.baseline
+                else None,
+                'reference_loop_s': speed, 'results': results}),
+                handle, indent=1)
             handle.write('\n')
     return 1 if missed else 0
 

@@ -40,13 +40,14 @@ instances in ERROR without host, the API database holds one
 deleted ones), sysmeta and metadata rows stay ``deleted = 0``.
 """
 
+import contextlib
 import datetime
 import os
 import random
 import tempfile
 import time
 import uuid as uuid_lib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from nova.compute import power_state
@@ -433,8 +434,96 @@ def progress_printer(prefix: str) -> Callable[[str], None]:
     return show
 
 
+#: Every benchmark database's name starts with this.
+DATABASE_PREFIX = 'ncsbench_'
+
+
+def require(script: str, modules: dict[str, str]) -> None:
+    """Stop (exit 2) unless every module of *modules* can be imported.
+
+    Called before anything touches a database server, so a missing
+    requirement leaves nothing behind.
+
+    :param modules: module name -> what needs it (shown).
+    """
+    import importlib.util
+
+    missing = [what for name, what in modules.items()
+               if importlib.util.find_spec(name) is None]
+    if missing:
+        raise SystemExit(
+            '%s: missing %s; install the benchmark requirements: pip '
+            'install -r benchmarks/requirements.txt (nothing was created '
+            'on the server)' % (script, '; '.join(missing)))
+
+
 def world_prefix(cells: int, per_cell: int, deleted: int) -> str:
-    return 'ncsbench_%dc_%d_%d' % (cells, per_cell, deleted)
+    return '%s%dc_%d_%d' % (DATABASE_PREFIX, cells, per_cell, deleted)
+
+
+def bench_databases(server_url: str,
+                    prefix: str = DATABASE_PREFIX) -> set[str]:
+    """Names of the databases on the server that start with *prefix*.
+
+    Through SQLAlchemy and the server URL's own driver (no mysqlclient
+    needed), so it can run before anything is created.
+    """
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server_url)
+    try:
+        with engine.connect() as conn:
+            names = [r[0] for r in conn.execute(sa.text('SHOW DATABASES'))]
+    finally:
+        engine.dispose()
+    return {name for name in names if name.startswith(prefix)}
+
+
+def drop_databases(server_url: str, names: Iterable[str],
+                   progress: Callable[[str], None] = print) -> list[str]:
+    """Drop the benchmark databases *names* (others are refused)."""
+    from sqlalchemy.engine import url as sa_url
+
+    dropped = []
+    for name in sorted(names):
+        if not name.startswith(DATABASE_PREFIX):
+            raise ValueError('%r is not a benchmark database (expected the '
+                             'prefix %r)' % (name, DATABASE_PREFIX))
+        seed.drop_database(str(sa_url.make_url(server_url).set(
+            database=name)))
+        dropped.append(name)
+    if dropped:
+        progress('dropped %d benchmark database(s): %s'
+                 % (len(dropped), ', '.join(dropped)))
+    return dropped
+
+
+def add_database_args(parser: Any) -> None:
+    """``--keep`` and ``--cleanup``: what a benchmark does with its worlds.
+    """
+    parser.add_argument('--keep', action='store_true',
+                        help='keep the benchmark databases this run '
+                        'created (the next run reuses them); default: '
+                        'drop them at the end')
+    parser.add_argument('--cleanup', action='store_true',
+                        help='drop every ncsbench_* database on --server '
+                        'and exit')
+
+
+@contextlib.contextmanager
+def databases_of_this_run(server_url: str, keep: bool) -> Iterator[None]:
+    """Drop, at the end, the benchmark databases made in the block.
+
+    Also when the block fails: no half-built world is left behind.
+    Databases that existed before are never touched; with *keep*,
+    nothing is dropped.
+    """
+    before = bench_databases(server_url)
+    try:
+        yield
+    finally:
+        if not keep:
+            drop_databases(server_url, bench_databases(server_url) - before)
 
 
 def _mapped_count(api_url: str, cell_id: int) -> int:
@@ -480,9 +569,33 @@ def ensure_world(server_url: str, cells: int, per_cell: int,
     ``prefix = ncsbench_<cells>c_<per_cell>_<deleted>``. A cell whose
     instance and mapping counts are already right is reused; any other is
     dropped and seeded again (an interrupted run is redone, not trusted).
+    When building fails (or is interrupted), the databases this call
+    created or was seeding again are dropped before the error goes on:
+    no half-built world is left on the server.
 
     :returns: ``{'api_url', 'cells': [(name, uuid, url)], 'seeded': [...],
         'reused': bool}``.
+    """
+    prefix = world_prefix(cells, per_cell, deleted)
+    existed = bench_databases(server_url, prefix + '_')
+    reseeding: list[str] = []
+    try:
+        return _build_world(server_url, cells, per_cell, deleted, workers,
+                            progress, prefix, reseeding)
+    except BaseException:
+        half_built = (bench_databases(server_url, prefix + '_') - existed
+                      ) | set(reseeding)
+        progress('%s: building failed; dropping what it made' % prefix)
+        drop_databases(server_url, half_built, progress)
+        raise
+
+
+def _build_world(server_url: str, cells: int, per_cell: int, deleted: int,
+                 workers: int, progress: Callable[[str], None],
+                 prefix: str, reseeding: list[str]) -> dict[str, Any]:
+    """:func:`ensure_world`'s work.
+
+    *reseeding* collects the databases dropped to be seeded again.
     """
     import concurrent.futures
     import multiprocessing
@@ -490,7 +603,6 @@ def ensure_world(server_url: str, cells: int, per_cell: int,
     from nova.db.api import models as api_models
     import sqlalchemy as sa
 
-    prefix = world_prefix(cells, per_cell, deleted)
     projects = seed.project_ids(12, seed=42)
     api_url = seed.create_database(server_url, prefix + '_api')
     if not seed.has_schema(api_url):
@@ -521,6 +633,7 @@ def ensure_world(server_url: str, cells: int, per_cell: int,
             if template is None:
                 template = url
             continue
+        reseeding.append('%s_%s' % (prefix, name))
         seed.drop_database(url)
         _unmap(api_url, cell_id)
         jobs.append((url, api_url, None, cell_id, name, population, index))

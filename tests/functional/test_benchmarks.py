@@ -1,0 +1,148 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The benchmarks leave a database server as they found it.
+
+On a private MariaDB server (``tests.functional.mariadb_server``), never
+the shared one: a missing requirement stops a benchmark before it
+touches the server; a world whose build fails is dropped; the databases
+a run created are dropped by the cleanup; ``--tune-server`` sets the
+server's globals back. Nothing here times anything.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import fixtures
+from oslotest import base
+
+from tests.functional import mariadb_server as mdb
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BENCHMARKS = os.path.join(TOP, 'benchmarks')
+if BENCHMARKS not in sys.path:
+    sys.path.insert(1, BENCHMARKS)
+
+import bench_listing  # noqa: E402
+import seed_fast  # noqa: E402
+
+
+class BenchmarkDatabasesTest(mdb.ServersTestCase):
+
+    @classmethod
+    def set_up_servers(cls):
+        cls.server = cls.start_server('bench')
+
+    def globals_of(self, *names):
+        return {name: int(self.server.query(
+            'SHOW GLOBAL VARIABLES LIKE %s', (name,))[0][1])
+            for name in names}
+
+    def test_missing_requirement_stops_before_the_server(self):
+        """One line naming the requirement; nothing created, no traceback."""
+        if importlib.util.find_spec('MySQLdb') is not None:
+            self.skipTest('mysqlclient is installed here')
+        done = subprocess.run(
+            [sys.executable, os.path.join(BENCHMARKS, 'bench_listing.py'),
+             '--quick', '--server', self.server.url()],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(1, done.returncode, done.stderr)
+        self.assertIn('missing mysqlclient', done.stderr)
+        self.assertIn('pip install -r benchmarks/requirements.txt',
+                      done.stderr)
+        self.assertNotIn('Traceback', done.stderr)
+        self.assertEqual(set(), seed_fast.bench_databases(self.server.url()))
+
+    def test_require_names_what_is_missing(self):
+        error = self.assertRaises(
+            SystemExit, seed_fast.require, 'bench_x.py',
+            {'no_such_module_here': 'nothing: for the test', 'os': 'os'})
+        self.assertIn('bench_x.py: missing nothing: for the test',
+                      str(error))
+
+    def test_failed_build_leaves_no_half_built_world(self):
+        """The API database and cells made before the failure are dropped."""
+        def broken(url, table='instances'):
+            raise RuntimeError('seeding broke')
+
+        self.useFixture(fixtures.MonkeyPatch('seed_fast.count_rows',
+                                             broken))
+        server = self.server.url()
+        self.assertRaises(RuntimeError, seed_fast.ensure_world, server, 2,
+                          5, 0, progress=lambda text: None)
+        self.assertEqual(set(), seed_fast.bench_databases(server))
+
+    def test_drop_databases_drops_only_benchmark_databases(self):
+        server = self.server.url()
+        for name in ('ncsbench_x_api', 'keepme'):
+            self.server.query('CREATE DATABASE %s' % name)
+        self.addCleanup(self.server.query, 'DROP DATABASE IF EXISTS keepme')
+        self.assertRaises(ValueError, seed_fast.drop_databases, server,
+                          ['keepme'], print)
+        self.assertEqual(['ncsbench_x_api'], seed_fast.drop_databases(
+            server, seed_fast.bench_databases(server), lambda text: None))
+        self.assertEqual(set(), seed_fast.bench_databases(server))
+        names = {row[0] for row in self.server.query('SHOW DATABASES')}
+        self.assertIn('keepme', names)
+
+    def test_tune_server_prints_and_restores_the_globals(self):
+        """Old and new values and the way back are printed; restored."""
+        before = self.globals_of('max_connections')['max_connections']
+        wanted = before + 57
+        self.useFixture(fixtures.MonkeyPatch(
+            'bench_listing.TUNED', {'max_connections': wanted}))
+        lines = []
+        old = bench_listing.tune_server(self.server.url(), lines.append)
+        self.assertEqual({'max_connections': before}, old)
+        self.assertEqual(wanted, self.globals_of(
+            'max_connections')['max_connections'])
+        text = '\n'.join(lines)
+        self.assertIn('max_connections %d -> %d' % (before, wanted), text)
+        self.assertIn('SET GLOBAL max_connections = %d' % before, text)
+        bench_listing.restore_server(self.server.url(), old, lines.append)
+        self.assertEqual(before, self.globals_of(
+            'max_connections')['max_connections'])
+        # A value already high enough is left alone, and said so.
+        lines = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'bench_listing.TUNED', {'max_connections': before - 1}))
+        self.assertEqual({}, bench_listing.tune_server(self.server.url(),
+                                                       lines.append))
+        self.assertIn('left as it is', '\n'.join(lines))
+
+
+class FilterBenchmarkTest(base.BaseTestCase):
+    """bench_filter.py compares the two filters on equal decisions."""
+
+    def test_both_filters_pass_the_same_hosts(self):
+        out = self.useFixture(fixtures.TempDir()).path
+        done = subprocess.run(
+            [sys.executable, os.path.join(BENCHMARKS, 'bench_filter.py'),
+             '--hosts', '700', '--cells', '7', '--dedicated', '2',
+             '--repeat', '1', '--out', out],
+            capture_output=True, text=True, timeout=300)
+        self.assertEqual(0, done.returncode, done.stderr)
+        with open(os.path.join(out, 'filter.json')) as handle:
+            report = json.load(handle)
+        passed = {row['request']: (
+            row['project_cell_filter']['hosts_passed'],
+            row['aggregate_multitenancy_isolation']['hosts_passed'])
+            for row in report['results']}
+        # The dedicated project may use every host with both; the others
+        # every host but the two dedicated cells' 200.
+        self.assertEqual({'dedicated project': (700, 700),
+                          'unmapped project': (500, 500)}, passed)
+        self.assertTrue(os.path.exists(os.path.join(out, 'filter.md')))

@@ -1,0 +1,62 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Benchmark results are published: no local paths in them."""
+
+import os
+import sys
+import sysconfig
+
+from oslotest import base
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+RESULTS = os.path.join(TOP, 'benchmarks', 'results')
+sys.path.insert(1, os.path.join(TOP, 'benchmarks'))
+
+import runinfo  # noqa: E402
+
+
+class RunInfoTest(base.BaseTestCase):
+
+    def test_command_line_keeps_no_absolute_path(self):
+        args = ['--out', os.path.join(TOP, 'benchmarks', 'results'),
+                '--baseline=/tmp/wt-before', '--json', '/srv/x/s.json',
+                '--cells', '1,2']
+        self.assertEqual(['--out', os.path.join('benchmarks', 'results'),
+                          '--baseline=.../wt-before', '--json',
+                          '.../s.json', '--cells', '1,2'],
+                         runinfo.public_args(args))
+        info = runinfo.run_info('bench_x.py', args)
+        self.assertTrue(info['command'].startswith(
+            'python benchmarks/bench_x.py --out benchmarks/results'))
+        self.assertNotIn('/tmp', info['command'])
+
+    def test_scrub_replaces_the_machines_paths(self):
+        site = sysconfig.get_paths()['purelib']
+        text = ('%s/nova/db/utils.py:33(wrapper)\n'
+                '%s/nova_cellsched/gather.py:190(gated)\n'
+                % (site, TOP))
+        self.assertEqual('<site-packages>/nova/db/utils.py:33(wrapper)\n'
+                         '<checkout>/nova_cellsched/gather.py:190(gated)\n',
+                         runinfo.scrub(text))
+
+    def test_stored_text_results_carry_no_local_path(self):
+        """Every text file in benchmarks/results/ (profiles included)."""
+        for name in sorted(os.listdir(RESULTS)):
+            if name.endswith(('.png', '.pstats')):
+                continue
+            with open(os.path.join(RESULTS, name)) as handle:
+                text = handle.read()
+            for prefix in ('/work/', '/root/', '/home/', '/tmp/',
+                           sys.prefix, TOP):
+                self.assertNotIn(prefix, text, name)
