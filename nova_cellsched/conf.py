@@ -174,6 +174,68 @@ Related options:
 * ``[scheduler] max_placement_results``
 """))
 
+scheduling_opts.append(cfg.StrOpt(
+    'placement_prefilter_form',
+    default='auto',
+    choices=[
+        ('auto', 'forbidden when the cells a project not named in '
+                 'cells_projects may not use are fewer than those it may '
+                 'use, else member_of'),
+        ('member_of', 'require the aggregates of the allowed cells '
+                      '(member_of=in:)'),
+        ('forbidden', 'forbid the aggregates of every other cell '
+                      '(member_of=!in:)'),
+    ],
+    mutable=True,
+    help="""
+How the placement pre-filter restricts a project not in ``cells_projects``.
+
+Such a project may use the default cells. The pre-filter can say so to
+placement as "in one of the default cells' aggregates" (``member_of``) or
+as "in none of the other cells' aggregates" (``forbidden``, nova's
+``forbidden_aggregates``, as nova's ``isolate_aggregates`` request filter
+uses). Both give the same hosts once the aggregates are in sync; the
+forbidden form names fewer aggregates when most cells are default cells,
+and keeps a compute node not synced yet (in no cell aggregate) as a
+candidate, which ``ProjectCellFilter`` then checks. Projects named in
+``cells_projects`` always use ``member_of``; same-cell moves always use
+the forbidden form.
+
+Possible values:
+
+* auto (default): forbidden when the cells such a project may not use are
+  fewer than the default cells, else member_of.
+* member_of: always require the default cells' aggregates.
+* forbidden: always forbid the other cells' aggregates.
+
+Related options:
+
+* ``[cellsched] placement_prefilter``
+* ``[cellsched] cells_default``
+"""))
+
+sync_opts = [cfg.IntOpt(
+    'aggregate_sync_workers',
+    default=8,
+    min=1,
+    help="""
+Placement requests ``nova-cellsched sync-aggregates`` keeps in flight.
+
+The sync reads each cell (its compute nodes, its aggregate's members) and
+writes each provider whose cell aggregates must change in a pool of this
+many threads, each with at most one placement request in flight. Size it
+for the placement service: a few requests per placement API worker. The
+command's ``--workers`` overrides it.
+
+Possible values:
+
+* A positive integer (default 8).
+
+Related options:
+
+* ``[cellsched] placement_prefilter``
+""")]
+
 listing_opts = [
     cfg.FloatOpt(
         'list_cell_timeout',
@@ -185,10 +247,13 @@ Seconds a cell database may take to answer one cross-cell listing.
 The deadline is enforced on each cell's worker futures, for the first
 batch and for every further batch together: a cell that has not answered
 by then is reported as timed out and the listing returns without it (or
-fails, see ``[api] list_records_by_skipping_down_cells``). MySQL
-connections also get this value as their connect, read and write
-timeout, so a worker blocked on a hung server ends on its own. nova's
-own lister uses a fixed 60 seconds (``nova.context.CELL_TIMEOUT``).
+fails, see ``[api] list_records_by_skipping_down_cells``). A cell is
+charged only while a worker runs its query, never while the query waits
+for a free worker. In nova-api, every blocking call a worker makes on a
+PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
+close) ends within twice this value, all of them together, so a worker
+blocked on a hung server ends on its own. nova's own lister uses a fixed
+60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on a query.
 
 Possible values:
 
@@ -205,15 +270,20 @@ Related options:
         default=32,
         min=1,
         help="""
-Largest number of threads one cross-cell listing queries cells with.
+Largest number of threads that query cells for listings.
 
 Each cell's batch runs in its own worker thread while the others run;
 with more cells than workers the rest wait for a free worker (shown as
-``wait`` in the timings). The threads exist only for one listing.
+``wait`` in the timings), and that wait is not charged to the cell's
+``list_cell_timeout``. The command line uses a pool of its own for each
+listing. In nova-api, one pool of this size serves every listing of an
+API worker process (green threads under eventlet): concurrent listings
+share it.
 
 Possible values:
 
-* A positive integer. The number of cells is used when it is smaller.
+* A positive integer. The command line uses the number of cells when it
+  is smaller.
 
 Related options:
 
@@ -276,6 +346,52 @@ Related options:
   instance_list_per_project_cells``, ``[api]
   instance_list_cells_batch_strategy``: nova's options, honoured.
 """),
+    cfg.BoolOpt(
+        'api_server_timing',
+        default=True,
+        mutable=True,
+        help="""
+Send a Server-Timing header with the server lists nova-api serves.
+
+A ``GET /servers`` or ``GET /servers/detail`` answered by the
+nova-cellsched lister carries a W3C ``Server-Timing`` response header:
+``total``, ``gather`` (naming the slowest cell), ``merge``, ``objects``,
+``validation`` (when the fast response validation ran) and ``other`` (the
+rest of nova-api's work), in milliseconds. Browsers' developer tools and
+``curl -i`` show it. It tells any client of the API how long each cell
+took, by name.
+
+Possible values:
+
+* True (default): send the header on served lists.
+* False: send no header (the log line is still written).
+
+Related options:
+
+* ``[cellsched] api_log_timings``
+* ``[cellsched] api_lister``
+"""),
+    cfg.BoolOpt(
+        'api_log_timings',
+        default=False,
+        mutable=True,
+        help="""
+Log the timings of every server list nova-api serves at INFO.
+
+Each list served by the nova-cellsched lister writes one log line with
+the figures of the ``Server-Timing`` header, the time each cell's
+queries took and the cells that were down. At DEBUG by default; at INFO
+with this option, for deployments that keep INFO logs.
+
+Possible values:
+
+* False (default): the line is logged at DEBUG.
+* True: the line is logged at INFO.
+
+Related options:
+
+* ``[cellsched] api_server_timing``
+"""),
     cfg.IntOpt(
         'api_stuck_queries_per_cell',
         default=2,
@@ -289,7 +405,8 @@ path) leaves the query that was waiting for it running after the
 listing gave up on the cell. Once this many such queries of one cell
 are still running in an API worker, the next listings report the cell
 as down at once, without sending it another query, until one of them
-ends (by the driver's read timeout, or when the cell answers again).
+ends (at its I/O timeout, twice ``list_cell_timeout``, or when the cell
+answers again).
 This bounds the threads and connections a frozen cell can hold in
 each API worker, whatever the request rate.
 
@@ -299,13 +416,52 @@ Possible values:
 
 Related options:
 
-* ``[cellsched] list_cell_timeout``: the deadline, and the read and
-  write timeout given to PyMySQL connections while they list.
+* ``[cellsched] list_cell_timeout``: the deadline; twice it bounds a
+  worker's I/O on PyMySQL connections.
+* ``[cellsched] api_lister``
+"""),
+    cfg.BoolOpt(
+        'api_fast_validation',
+        default=True,
+        mutable=True,
+        help="""
+Validate the responses of nova-api's server lists once, with a faster
+validator that gives nova's verdict.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines. nova checks the body of ``GET /servers``
+and ``GET /servers/detail`` against the response schema of the
+request's microversion (``[api] response_validation``); its decorators
+serialize and parse the whole body once per schema defined for the
+method (14 times for ``/servers/detail``) and validate it with
+jsonschema's pure-Python validator, about one second per request of
+1,000 servers. With this option the filter validates each body once,
+with a validator compiled once per schema from nova's schemas, nova's
+format checks and nova's string-number ``minimum``/``maximum``. A body
+it does not accept at once (or a schema it cannot compile) is
+serialized and handed to nova's own validator, so a body nova rejects
+is logged (``warn``) or refused (``error``) with nova's own message,
+and ``[api] response_validation = ignore`` still skips validation.
+
+This option is read on every request and is mutable: set it to False
+and send nova-api a SIGHUP to go back to nova's own validation. When
+the filter finds nova's validation code different from the code it was
+built for, it logs an error and nova validates as before, whatever
+this option says.
+
+Possible values:
+
+* True (default): each server list is validated once, fast.
+* False: nova's own response validation, as without the filter.
+
+Related options:
+
+* ``[api] response_validation``: nova's option, honoured.
 * ``[cellsched] api_lister``
 """),
 ]
 
-ALL_OPTS = scheduling_opts + listing_opts + api_opts
+ALL_OPTS = scheduling_opts + sync_opts + listing_opts + api_opts
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:

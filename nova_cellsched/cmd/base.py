@@ -13,6 +13,7 @@
 """Base pieces of the ``nova-cellsched`` commands."""
 
 import argparse
+from collections.abc import Iterable
 import gc
 import importlib
 from typing import Any
@@ -20,6 +21,19 @@ from typing import Any
 from oslo_config import cfg
 
 from nova_cellsched import exception
+from nova_cellsched.listing.timing import natural_key
+
+
+def cell_order(cell_mappings: Iterable[Any]) -> list[Any]:
+    """*cell_mappings* in the order the commands show cells.
+
+    By name in natural order (``cell2`` before ``cell10``; a name without
+    a number after the numbered ones of the same stem: ``cell1``,
+    ``cell2``, ``cell10``, ``cell-a``), then by uuid for equal names. A
+    mapping without a name sorts first.
+    """
+    return sorted(cell_mappings,
+                  key=lambda cm: (natural_key(cm.name or ''), cm.uuid))
 
 
 #: True while :func:`pause_collector` holds the collector off.

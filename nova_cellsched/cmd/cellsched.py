@@ -19,6 +19,7 @@ database named by ``[api_database] connection``.
 Commands::
 
     nova-cellsched --config-file /etc/nova/nova.conf check
+    nova-cellsched check --api-paste /etc/nova/api-paste.ini
     nova-cellsched --config-file /etc/nova/nova.conf explain --project P
     nova-cellsched --config-file /etc/nova/nova.conf list [options]
     nova-cellsched --config-file /etc/nova/nova.conf sync-aggregates \
@@ -34,12 +35,14 @@ Exit codes:
 0      success; ``check`` found nothing to fix
 1      ``check`` found problems (unknown or ambiguous cell names,
        projects without a usable cell, cell aggregates out of sync,
-       ...); ``sync-aggregates`` failed for some cells or providers
-       (listed); ``list`` is incomplete
+       a server-list pipeline of ``--api-paste`` without the filter,
+       a nova the filter refuses, ...); ``sync-aggregates`` failed
+       for some cells or providers (listed); ``list`` is incomplete
        (cells failed or timed out: the rest is printed, or nothing in
        strict mode); other unexpected errors
 2      bad configuration (malformed ``[cellsched]`` options, no
-       ``[api_database] connection``) or bad command line input
+       ``[api_database] connection``) or bad command line input (a
+       missing or malformed ``--api-paste`` file)
 3      the nova API database cannot be reached (``sync-aggregates``:
        or the placement API)
 =====  ==============================================================
@@ -63,6 +66,7 @@ from cliff import commandmanager
 from cliff import lister
 
 from nova_cellsched.cmd import aggregates_cmd
+from nova_cellsched.cmd import base
 from nova_cellsched.cmd.base import CellschedCommandMixin
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
@@ -73,6 +77,8 @@ NOISY_LOGGERS = ('nova', 'oslo_service', 'oslo_db', 'oslo.privsep',
                  'stevedore', 'alembic')
 CHECK_COLUMNS = ('Cell', 'UUID', 'Role', 'Disabled in nova', 'Database',
                  'Problems')
+API_PASTE_COLUMNS = ('Section', 'Key', 'Served at', 'Pipeline', 'Filter',
+                     'Position', 'Result')
 EXPLAIN_COLUMNS = ('Cell', 'UUID', 'New servers', 'Why')
 
 
@@ -114,10 +120,28 @@ class Check(CellschedCommandMixin, lister.Lister):
     N projects, disabled here) and whether nova itself disabled it, then
     the names in the options that match no cell or several. Problems are
     also printed to stderr, one per line, and make the exit code 1.
+
+    With --api-paste FILE, checks nova-api instead (no nova.conf or
+    database needed): lists every server-list pipeline of that
+    api-paste.ini with whether the cellsched filter is in it and where,
+    and whether the installed nova is one the filter fits. A pipeline
+    nova-api serves without the filter, or a nova the filter refuses,
+    makes the exit code 1; a missing or malformed file, 2.
     """
+
+    def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--api-paste', metavar='FILE',
+            help="Check nova-api's api-paste.ini (e.g. "
+                 '/etc/nova/api-paste.ini) and the installed nova for the '
+                 'cellsched paste filter, instead of the cell mapping.')
+        return parser
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        if parsed_args.api_paste is not None:
+            return self._check_api_paste(parsed_args.api_paste)
         from nova_cellsched import cells
 
         _mapping, cell_mappings, policy = _load_state()
@@ -137,8 +161,7 @@ class Check(CellschedCommandMixin, lister.Lister):
                 ref_rows.append((problem.ref, '',
                                  problem.kind.value, '', '',
                                  problem.detail))
-        for cm in sorted(cell_mappings,
-                         key=lambda c: (c.name or '', c.uuid)):
+        for cm in base.cell_order(cell_mappings):
             rows.append((cm.name or '', cm.uuid, _role(policy, cm.uuid),
                          bool(cm.disabled),
                          cells.mask_url(cm.database_connection),
@@ -149,10 +172,62 @@ class Check(CellschedCommandMixin, lister.Lister):
             nova_setup.conf(), cell_mappings, self.app.stderr)
         return CHECK_COLUMNS, rows + ref_rows
 
+    def _check_api_paste(self, path: str
+                         ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        from nova_cellsched.cmd import paste_check
+
+        report = paste_check.inspect(path)
+        rows: list[tuple[str, ...]] = []
+        for pipeline in report.pipelines:
+            if pipeline.problem:
+                result = 'problem: filter missing'
+            elif not pipeline.used:
+                result = 'not used by nova-api'
+            else:
+                result = 'ok'
+            rows.append((pipeline.section, pipeline.key,
+                         pipeline.served_at, ' '.join(pipeline.names),
+                         'no' if pipeline.filter_at is None else 'yes',
+                         pipeline.position, result))
+        problems = list(report.problems)
+        nova_problems = _nova_check()
+        problems += ['installed nova: %s' % line for line in nova_problems]
+        rows.append(('(installed nova)', '', '', 'nova %s' % _nova_version(),
+                     '', '', 'problem: ' + '; '.join(nova_problems)
+                     if nova_problems else 'ok'))
+        for note in report.notes:
+            self.app.stderr.write('note: %s\n' % note)
+        for problem in problems:
+            self.app.stderr.write('problem: %s\n' % problem)
+        self._problems = len(problems)
+        return API_PASTE_COLUMNS, rows
+
     def run(self, parsed_args: argparse.Namespace) -> int:
         self._problems = 0
+        if getattr(parsed_args, 'api_paste', None) is not None:
+            # Reads the file and the installed nova, not nova.conf.
+            self.needs_config = False
         result = super().run(parsed_args)
         return result or (1 if self._problems else 0)
+
+
+def _nova_check() -> list[str]:
+    """The problems ``nova_cellsched.api.patch.check`` finds; [] if none."""
+    from nova_cellsched.api import patch
+
+    try:
+        patch.check()
+    except patch.IncompatibleNova as exc:
+        return list(exc.problems)
+    return []
+
+
+def _nova_version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version('nova')
+    except metadata.PackageNotFoundError:
+        return '(not installed)'
 
 
 class Explain(CellschedCommandMixin, lister.Lister):
@@ -171,8 +246,7 @@ class Explain(CellschedCommandMixin, lister.Lister):
         allowed = policy.allowed_cells(project)
         dedicated = policy.is_dedicated(project)
         rows = []
-        for cm in sorted(cell_mappings,
-                         key=lambda c: (c.name or '', c.uuid)):
+        for cm in base.cell_order(cell_mappings):
             ok, why = _explain_cell(policy, project, cm, allowed, dedicated)
             rows.append((cm.name or '', cm.uuid, 'yes' if ok else 'no', why))
         if allowed is not None and not allowed:
@@ -181,7 +255,7 @@ class Explain(CellschedCommandMixin, lister.Lister):
                 'NoValidHost\n' % project)
         from nova_cellsched.cmd import nova_setup
         aggregates_cmd.explain_aggregates(nova_setup.conf(), allowed,
-                                          self.app.stderr)
+                                          self.app.stderr, policy, project)
         return EXPLAIN_COLUMNS, rows
 
 
@@ -328,8 +402,6 @@ def console_main() -> int:
     still freed by reference counting; only objects in reference cycles
     are left to the operating system.
     """
-    from nova_cellsched.cmd import base
-
     base.pause_collector()
     try:
         return main()

@@ -214,6 +214,20 @@ class CheckExplainCliTest(CliTestCase):
                                     for r in records})
         self.assertEqual({False}, {r['Disabled in nova'] for r in records})
 
+    def test_check_and_explain_show_cells_in_natural_order(self):
+        """cell2 before cell10, as an operator counts; names sort last."""
+        for name in ('cell10', 'cell-a'):
+            self.add_cell_mapping(name, self.world.url_of('cell1'))
+        check, explain = self.cli_many(
+            [['check', '-f', 'json'],
+             ['explain', '--project', self.projects[5], '-f', 'json']],
+            conf=self.conf)
+        self.assertExit(0, check)
+        self.assertExit(0, explain)
+        order = ['cell0', 'cell1', 'cell2', 'cell3', 'cell10', 'cell-a']
+        self.assertEqual(order, [r['Cell'] for r in check.json()])
+        self.assertEqual(order, [r['Cell'] for r in explain.json()])
+
     def test_explain_dedicated_and_unmapped_projects(self):
         """The yes/no column and the reasons, per cell."""
         dedicated, unmapped = self.cli_many(
@@ -725,13 +739,20 @@ class DemoCliTest(CliTestCase):
         self.assertIn(count.group(0), again.err)
         listed, gone = self.cli_many([
             ['list', '-f', 'json'],
-            ['list', '-f', 'json', '--filter', 'deleted=true']], conf=conf)
+            ['list', '-f', 'json', '--long', '--filter', 'deleted=true']],
+            conf=conf)
         self.assertExit(0, listed)
         self.assertExit(0, gone)
         records = listed.json()
         self.assertEqual(total - deleted, len(records))
         self.assertEqual(deleted, len(gone.json()))
         self.assertEqual({'DELETED'}, {r['status'] for r in gone.json()})
+        # As nova's objects show them (issue 22): the flavor and, for a
+        # server that had a host, its addresses.
+        for record in gone.json():
+            self.assertTrue(record['flavor_name'], record)
+            self.assertEqual(bool(record['host']),
+                             bool(record['addresses']), record)
         self.assertEqual({'cell0', 'cell1', 'cell2'},
                          {r['cell_name'] for r in records})
         self.assertEqual(len(records), len({r['uuid'] for r in records}))

@@ -35,11 +35,14 @@ from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched.demo import world as demo
 from nova_cellsched.scheduler import mapping
+from tests.functional import nova_api
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 README = os.path.join(TOP, 'README.rst')
 CONFIG = '/etc/nova/nova.conf'
+#: Run on nova's api-paste.ini with the filter added as the README says.
+API_PASTE = '/etc/nova/api-paste.ini'
 
 
 def read_readme():
@@ -148,6 +151,30 @@ class ReadmeTest(base.BaseTestCase):
         for enabled in conf.filter_scheduler.enabled_filters:
             self.assertIn(enabled, names)
 
+    def test_nova_check_section_says_what_is_checked(self):
+        """The numbers and release the README gives are the code's."""
+        from nova_cellsched.api import fingerprint
+        from nova_cellsched.api import selftest
+
+        section = self.text.split(
+            'What is checked before it installs\n')[1].split(
+            'Paging and the DB API\n')[0]
+        self.assertIn('%d nova functions, classes\n  and values'
+                      % len(fingerprint.RELIED_ON), section)
+        (tested,) = fingerprint.TESTED_NOVA
+        self.assertIn('nova %s for this release' % tested, section)
+        self.assertIn('%d relied-on sources checked'
+                      % len(fingerprint.RELIED_ON), section)
+        self.assertIn('waits for it at most %d s' % selftest.TIMEOUT,
+                      section)
+        for _module, path, _why in fingerprint.RELIED_ON:
+            # A method is named as Class._method, or by its name after
+            # "the ``_from_db_object`` of".
+            self.assertTrue(
+                '``%s``' % path in section or
+                '``%s``' % path.split('.')[0] in section, path)
+        self.assertIn('python -m nova_cellsched.api.fingerprint', section)
+
 
 class ReadmeCommandsTest(base.BaseTestCase):
     """The README's Python and command lines run against a demo world."""
@@ -183,8 +210,12 @@ class ReadmeCommandsTest(base.BaseTestCase):
         self.assertGreaterEqual(len(commands), 5)
         script = os.path.join(os.path.dirname(sys.executable),
                               'nova-cellsched')
+        paste_dir = os.path.join(self.dir, 'paste')
+        os.mkdir(paste_dir)
+        paste = nova_api.paste_with_filter(paste_dir)
         for line in commands:
-            argv = shlex.split(line.replace(CONFIG, self.world.config_file))
+            argv = shlex.split(line.replace(CONFIG, self.world.config_file)
+                               .replace(API_PASTE, paste))
             done = self._run([script] + argv[1:])
             self.assertEqual(0, done.returncode,
                              '%s\n%s' % (line, done.stderr))

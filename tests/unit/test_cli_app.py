@@ -14,6 +14,7 @@
 
 import argparse
 from importlib import metadata
+import re
 
 from cliff import command as cliff_command
 import fixtures
@@ -63,3 +64,37 @@ class EpilogTestCase(base.BaseTestCase):
         self.assertRaises(AssertionError,
                           cliff_command.Command.get_epilog, cmd)
         self.assertTrue(metadata.packages_distributions())
+
+
+class CellOrderTestCase(base.BaseTestCase):
+    """check, explain and sync-aggregates show cells in natural order."""
+
+    NAMES = ['cell10', 'cell-a', 'cell2', 'cell1', 'cell0', 'cell2']
+
+    def mappings(self):
+        from nova import objects
+
+        return [objects.CellMapping(
+            uuid='%08d-0000-4000-8000-000000000000' % (9 - i), name=name)
+            for i, name in enumerate(self.NAMES)]
+
+    def test_cell_order_sorts_numbers_by_value(self):
+        """cell2 before cell10; a word after the numbers; uuid breaks ties."""
+        from nova_cellsched.cmd import base as cmd_base
+
+        ordered = cmd_base.cell_order(self.mappings())
+        self.assertEqual(['cell0', 'cell1', 'cell2', 'cell2', 'cell10',
+                          'cell-a'], [cm.name for cm in ordered])
+        twins = [cm.uuid for cm in ordered if cm.name == 'cell2']
+        self.assertEqual(sorted(twins), twins)
+
+    def test_cell_choice_error_lists_cells_in_natural_order(self):
+        from nova_cellsched.cmd import aggregates_cmd
+        from nova_cellsched import exception
+
+        error = self.assertRaises(
+            exception.InvalidListRequest, aggregates_cmd.select_cells,
+            self.mappings(), 'cell99')
+        listed = re.findall(r'(cell[\w-]*) \([0-9a-f-]{36}\)', str(error))
+        self.assertEqual(['cell0', 'cell1', 'cell2', 'cell2', 'cell10',
+                          'cell-a'], listed, str(error))
