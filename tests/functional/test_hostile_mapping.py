@@ -245,8 +245,12 @@ class ParserFuzzTest(testtools.TestCase):
             # the scheduler resolves it, each reference naming one cell.
             refs = dict.fromkeys(got.default + tuple(c for c, _ in
                                                      got.projects))
-            by_uuid = {str(uuid_lib.uuid5(uuid_lib.NAMESPACE_OID, r)): r
-                       for r in refs}
+            # Numbered uuids, not ones derived from the text: a reference
+            # may hold any code point, lone surrogates included, which
+            # uuid5 cannot encode.
+            by_uuid = {str(uuid_lib.UUID(int=(0xC311 << 64) + i,
+                                         version=4)): r
+                       for i, r in enumerate(refs)}
             resolved = policy_mod.resolve(got, [
                 policy_mod.CellInfo(u, name=r) for u, r in by_uuid.items()])
             for project, cells in resolved.project_cells.items():
