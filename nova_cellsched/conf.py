@@ -459,6 +459,72 @@ Related options:
 * ``[api] response_validation``: nova's option, honoured.
 * ``[cellsched] api_lister``
 """),
+    cfg.BoolOpt(
+        'api_view_bdms',
+        default=True,
+        mutable=True,
+        help="""
+Read the attached volumes of a served ``/servers/detail`` from each
+server's own cell, for the columns the view shows.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines, and on lists its lister served. nova's
+view looks up every listed server's cell mapping in the API database,
+then asks every one of those cells for the block device mappings of all
+the listed servers and builds an object per mapping. With this option
+each cell is asked only for its own listed servers (the listing knows
+their cells), with nova's query, for the volume id and
+``delete_on_termination``; the response is the same. Not done: nova's
+write of a uuid into a mapping that has none (an online data migration
+``nova-manage db online_data_migrations`` also does).
+
+Read on every request (mutable): set it to False and send nova-api a
+SIGHUP to go back to nova's lookup.
+
+Possible values:
+
+* True (default): each cell is asked for its own servers' volumes.
+* False: nova's lookup, as without the filter.
+
+Related options:
+
+* ``[cellsched] api_lister``: the lists this applies to.
+* ``[cellsched] api_view_request_specs``
+"""),
+    cfg.BoolOpt(
+        'api_view_request_specs',
+        default=True,
+        mutable=True,
+        help="""
+Read the pinned availability zone and scheduler hints of a served
+server list without building whole RequestSpec objects.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines, on lists its lister served, at
+microversion 2.96 or later (``pinned_availability_zone``; 2.100 adds
+``scheduler_hints``). nova deserializes every listed server's whole
+request spec (flavor, image, NUMA topology, PCI requests...) into
+objects for these one or two fields. With this option the fields are
+read from the spec's JSON through the RequestSpec fields' own
+conversions; a spec whose object version differs from this nova's, or
+that has a server group (which nova looks up, and may drop from the
+hints), is built by nova as before. The response is the same. Not
+done: nova's save of a spec whose legacy NUMA topology it migrates on
+read.
+
+Read on every request (mutable): set it to False and send nova-api a
+SIGHUP to go back to nova's lookup.
+
+Possible values:
+
+* True (default): the two fields are read from the spec's JSON.
+* False: nova's RequestSpec objects, as without the filter.
+
+Related options:
+
+* ``[cellsched] api_lister``: the lists this applies to.
+* ``[cellsched] api_view_bdms``
+"""),
 ]
 
 ALL_OPTS = scheduling_opts + sync_opts + listing_opts + api_opts

@@ -118,6 +118,52 @@ RELIED_ON: tuple[tuple[str, str, str], ...] = (
     ('nova.objects.base', 'obj_make_list', 'builds lists from dicts'),
     ('nova.utils', 'instance_meta', 'takes a dict as it is'),
     ('nova.utils', 'instance_sys_meta', 'takes a dict as it is'),
+    # The view's lookups (.view).
+    ('nova.api.openstack.compute.views.servers', 'ViewBuilder._list_view',
+     "view.list_view is its copy, but for the request specs' fields"),
+    ('nova.api.openstack.compute.views.servers', 'ViewBuilder.index',
+     'timed as the view phase; calls _list_view'),
+    ('nova.api.openstack.compute.views.servers', 'ViewBuilder.detail',
+     'timed as the view phase; calls _get_instance_bdms_in_multiple_cells '
+     'and passes its answer to the view'),
+    ('nova.api.openstack.compute.views.servers',
+     'ViewBuilder._get_instance_bdms_in_multiple_cells',
+     'replaced: asks the cells of the servers for their mappings, logs a '
+     'failed cell'),
+    ('nova.api.openstack.compute.views.servers',
+     'ViewBuilder._add_volumes_attachments',
+     "reads only a mapping's volume_id and delete_on_termination, by key"),
+    ('nova.api.openstack.compute.views.servers', 'ViewBuilder._get_pinned_az',
+     'takes the prefetched zone, AZ_NOT_IN_REQUEST_SPEC for none'),
+    ('nova.api.openstack.compute.views.servers',
+     'ViewBuilder._get_scheduler_hints',
+     'takes the prefetched hints, SCHED_HINTS_NOT_IN_REQUEST_SPEC for none'),
+    ('nova.objects.block_device',
+     'BlockDeviceMappingList.bdms_by_instance_uuid',
+     'groups get_by_instance_uuids by instance, in query order'),
+    ('nova.objects.block_device',
+     'BlockDeviceMappingList.get_by_instance_uuids',
+     "nova's block device mapping query, unchanged"),
+    ('nova.objects.block_device', 'BlockDeviceMapping._from_db_object',
+     'copies the columns (writes a uuid where none)'),
+    ('nova.db.main.api', 'block_device_mapping_get_all_by_instance_uuids',
+     "the query view._bdm_rows repeats for three columns"),
+    ('nova.db.main.api', '_block_device_mapping_get_query',
+     "model_query with the context's deleted filter, no joins"),
+    ('nova.db.main.models', 'BlockDeviceMapping',
+     'instance_uuid, volume_id, delete_on_termination'),
+    ('nova.objects.block_device', 'BlockDeviceMapping',
+     'delete_on_termination is a non-nullable boolean'),
+    ('nova.objects.request_spec', 'RequestSpec.get_by_instance_uuids',
+     'one _from_db_object per row of _get_by_instance_uuids_from_db'),
+    ('nova.objects.request_spec', 'RequestSpec._get_by_instance_uuids_from_db',
+     "the query view._spec_rows repeats for three columns"),
+    ('nova.objects.request_spec', 'RequestSpec._from_db_object',
+     "availability_zone and scheduler_hints are the primitive's, but for "
+     'a server group (looked up, may pop the group hint)'),
+    ('nova.objects.request_spec', 'RequestSpec',
+     'VERSION and the availability_zone and scheduler_hints fields'),
+    ('nova.db.api.models', 'RequestSpec', 'id, instance_uuid, spec'),
 )
 
 #: nova release -> {``module.attribute``: SHA-256 of its source}: the
@@ -205,6 +251,44 @@ TESTED_NOVA: dict[str, dict[str, str]] = {
             'b26e0c53c89de23d09c3fe731e0ff263fc2994fc8387d22f0cfce44c57ab37ed',
         'nova.utils.instance_sys_meta':
             'e2e3f0376bce924b872e5eda615e9163a887831a8d5d2dc1f3cc2c16b331471f',
+        'nova.api.openstack.compute.views.servers.ViewBuilder._list_view':
+            'd8447358a76a444b2a9ba67836720e4c08271ce145fa44abe31c30135773fbf6',
+        'nova.api.openstack.compute.views.servers.ViewBuilder.index':
+            '5173f9813b3baac0c783739291ae6dab8a0dc35c6d600685b23342ae011724e7',
+        'nova.api.openstack.compute.views.servers.ViewBuilder.detail':
+            'ab877d0bcd2a29e4a525fc526d2f706326d2dc9c57e1925c5d498d8e12757545',
+        'nova.api.openstack.compute.views.servers.ViewBuilder._get_instance_bdms_in_multiple_cells':
+            '661e142f714c172b2082386c625a0c8133e3034e7fb8cdfbcef5829c5fb9144b',
+        'nova.api.openstack.compute.views.servers.ViewBuilder._add_volumes_attachments':
+            '6458deb9d57326516bbac5b5be5da216a664912f5acaa81a340d8104987da13a',
+        'nova.api.openstack.compute.views.servers.ViewBuilder._get_pinned_az':
+            '47958534a5c44ce9fe40e11d78d93715da0a5fc4d77483e7085df4654343d936',
+        'nova.api.openstack.compute.views.servers.ViewBuilder._get_scheduler_hints':
+            '37111da1009039efda28151f55a919ed15684f11cf0a2047ee6316ffccd777a4',
+        'nova.objects.block_device.BlockDeviceMappingList.bdms_by_instance_uuid':
+            '41456b2caddcca511acd7705a4bd025a15fb8d05a8bc8c5bc2b01ca3b8ab4d44',
+        'nova.objects.block_device.BlockDeviceMappingList.get_by_instance_uuids':
+            '479186784034c596c2dcd577179ffc607f51c498a7f5db93f3755f01a8e0adbe',
+        'nova.objects.block_device.BlockDeviceMapping._from_db_object':
+            'b67cb40615d0e774cab09ae60c9e858555ae3417809220c02de84d0d93f18cf1',
+        'nova.db.main.api.block_device_mapping_get_all_by_instance_uuids':
+            'f5813657c1bbd27a12954ac722d8d9149c53f7ab3acd3fdbb5b218a798883d36',
+        'nova.db.main.api._block_device_mapping_get_query':
+            'b00b679347a6dc7780452f60b2868fd833cb122d860c41790d3bbf75d2980421',
+        'nova.db.main.models.BlockDeviceMapping':
+            '187dd83c799ff8cdbd6ab71cdd8d0abf706aa37a65e0a25e068a937208b5dc81',
+        'nova.objects.block_device.BlockDeviceMapping':
+            'ff4904f4412716dbccc417f8cd0899b165a54f03649d6caf994fe38a278a537b',
+        'nova.objects.request_spec.RequestSpec.get_by_instance_uuids':
+            '2b578669f67baeea5f2d9b0c7d35b44500007fb2595955273f6cf62c3e9d9f1b',
+        'nova.objects.request_spec.RequestSpec._get_by_instance_uuids_from_db':
+            'e0e85ed322e3de0257b68735255e6f3e82530468c9ee03dc1eda28d33d627d61',
+        'nova.objects.request_spec.RequestSpec._from_db_object':
+            '209874ca2d06cf7f17266e19e1659b7f300a550a9c98bde5c84c34e27758d33e',
+        'nova.objects.request_spec.RequestSpec':
+            'f3fccdbf886074252386ea12edd0744de343b3892b8a39acfbb710cecaad9b34',
+        'nova.db.api.models.RequestSpec':
+            '8a0f14fcca70963832e09711c0d9fa06d9539d6180896379d7072e18c42d038d',
     },
 }
 

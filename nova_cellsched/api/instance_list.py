@@ -39,6 +39,7 @@ What differs is how the cells are asked and how rows are read:
 
 import concurrent.futures
 import contextlib
+import contextvars
 import copy
 import threading
 import time
@@ -84,6 +85,25 @@ STUCK = guard.StuckQueries()
 #: A worker's blocking calls on a cell end after this many
 #: ``list_cell_timeout``.
 IO_TIMEOUT_FACTOR = 2
+
+#: (request id, {server uuid: CellMapping}) of the last listing in this
+#: thread's (or green thread's) context, for :func:`listed_cells`.
+_LISTED: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = (
+    contextvars.ContextVar('cellsched_listed', default=None))
+
+
+def listed_cells(request_id: str | None) -> dict[str, Any] | None:
+    """Server uuid -> CellMapping of request *request_id*'s listing.
+
+    What this process's lister served in that request, so that the
+    request's view (:mod:`.view`) can ask each server's own cell; None
+    for any other request, a request with no id, or a request this
+    lister did not serve.
+    """
+    mark = _LISTED.get()
+    if request_id is None or mark is None or mark[0] != request_id:
+        return None
+    return mark[1]
 
 
 def io_timeout(cell_timeout: float | None) -> float | None:
@@ -393,9 +413,13 @@ class _Listing:
         self._report(cell_mappings)
         # The rest of this request (faults, block device mappings) does
         # not wait again for a cell the listing gave up on.
-        guard.remember_given_up(getattr(self.ctx, 'request_id', None),
-                                self.lister.cells_timed_out)
+        request_id = getattr(self.ctx, 'request_id', None)
+        guard.remember_given_up(request_id, self.lister.cells_timed_out)
         self._check_down(cell_down_support)
+        # The view asks each listed server's own cell (:mod:`.view`).
+        mappings = {cm.uuid: cm for cm in cell_mappings}
+        _LISTED.set(None if request_id is None else (request_id, {
+            row['uuid']: mappings[cell] for _key, cell, row in page.picked}))
         return [row for _key, _cell, row in page.picked]
 
     def _report(self, cell_mappings: Sequence[Any]) -> None:

@@ -188,12 +188,18 @@ def uninstall() -> bool:
 
 def _install_validation() -> None:
     from nova_cellsched.api import validation
+    from nova_cellsched.api import view
     validation.install()
+    # The view's lookups (.view): their nova code is in RELIED_ON, which
+    # check() has verified.
+    view.install()
 
 
 def _uninstall_validation() -> None:
     from nova_cellsched.api import validation
+    from nova_cellsched.api import view
     validation.uninstall()
+    view.uninstall()
 
 
 def is_installed() -> bool:

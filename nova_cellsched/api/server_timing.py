@@ -41,7 +41,7 @@ from typing import Any
 from nova_cellsched.listing import profiling
 
 #: Phases of a served list, in header order (``other`` is derived).
-PHASES = ('gather', 'merge', 'objects', 'validation')
+PHASES = ('gather', 'merge', 'objects', 'view', 'validation')
 
 WsgiApp = Callable[..., Any]
 

@@ -116,6 +116,7 @@ class NovaApiListingTest(test.TestCase,
             'other', self.api_fixture.base_url, project_id=OTHER_PROJECT,
             roles=['reader', 'member'])
         self.servers = self._boot_servers()
+        self.servers += self._view_lookups()
 
     def _boot_servers(self):
         """Servers in every cell (and cell0), two projects, tags, NULLs."""
@@ -149,6 +150,37 @@ class NovaApiListingTest(test.TestCase,
                                                ['green', 'red'])):
             self.admin_api.put_server_tags(server['id'], tags)
         self._null_launched_at([s['id'] for s in servers[1:6:2]])
+        return servers
+
+    def _view_lookups(self):
+        """Servers the view's lookups read more of (:mod:`..api.view`).
+
+        In cell1, a server with scheduler hints and two volumes; in
+        cell3, one in a server group that is then deleted (nova looks
+        the group up and drops its hint) with one volume.
+        """
+        network = [{'uuid': self.neutron.network_1['id']}]
+        self.admin_api.microversion = 'latest'
+        hinted = self.admin_api.post_server({
+            'server': self._build_server(name='srv-hints', networks=network,
+                                         az='nova:host1'),
+            'os:scheduler_hints': {'cellsched_rack': 'r12',
+                                   'cellsched_list': ['b', 'a']}})
+        group = self.admin_api.post_server_groups(
+            {'name': 'grp', 'policy': 'soft-affinity'})
+        grouped = self.admin_api.post_server({
+            'server': self._build_server(name='srv-group', networks=network,
+                                         az='nova:host3'),
+            'os:scheduler_hints': {'group': group['id']}})
+        servers = [self._wait_for_state_change(s, 'ACTIVE')
+                   for s in (hinted, grouped)]
+        self.api.microversion = 'latest'
+        self._attach_volumes(servers[0], [
+            'c5e1d1a4-0000-4000-8000-00000000000b',
+            'c5e1d1a4-0000-4000-8000-00000000000a'])
+        self._attach_volumes(servers[1], [
+            'c5e1d1a4-0000-4000-8000-00000000000c'])
+        self.admin_api.delete_server_group(group['id'])
         return servers
 
     def _null_launched_at(self, uuids):
@@ -373,6 +405,48 @@ class NovaApiListingTest(test.TestCase,
             self.assertEqual(500, nova.status_code)
             self.assertEqual(nova.content, ours.content)
 
+    def test_view_lookups_read_lean_and_answer_the_same(self):
+        """Volumes and request specs read by us, the bodies nova's.
+
+        With ``api_view_bdms`` and ``api_view_request_specs`` on, a
+        served detail list reads the volumes per cell (two on one
+        server, in nova's order) and, from 2.96, the zones and hints
+        from the specs' JSON; the spec of a server whose group was
+        deleted is built by nova (which drops the group hint). Off:
+        nova's lookups, the same bodies.
+        """
+        from nova_cellsched.api import view
+        for lean in (True, False):
+            self.flags(api_view_bdms=lean, api_view_request_specs=lean,
+                       group='cellsched')
+            for version in ('2.1', '2.69', '2.96', '2.100', 'latest'):
+                before = view.USED.snapshot()
+                body = self.assertSameAnswer(
+                    '/servers/detail?all_tenants=1', version)
+                used = {k: v - before[k]
+                        for k, v in view.USED.snapshot().items()}
+                # Ours only (nova's lister served the other request);
+                # every server has a spec, srv-group's is nova's.
+                specs = lean and version in ('2.96', '2.100', 'latest')
+                self.assertEqual(
+                    {'bdms': int(lean),
+                     'request_specs': (len(self.servers) - 1) * specs,
+                     'request_specs_nova': int(specs)},
+                    used, version)
+                servers = {s['name']: s for s in
+                           jsonutils.loads(body.content)['servers']}
+                volumes = servers['srv-hints'][
+                    'os-extended-volumes:volumes_attached']
+                self.assertEqual(2, len(volumes))
+                if version in ('2.100', 'latest'):
+                    self.assertEqual(
+                        {'cellsched_rack': ['r12'],
+                         'cellsched_list': ['b', 'a']},
+                        servers['srv-hints']['scheduler_hints'])
+                    self.assertEqual(
+                        {}, servers['srv-group']['scheduler_hints'])
+        self.assertSameAnswer('/servers?all_tenants=1', 'latest')
+
     def test_api_lister_off_is_nova(self):
         """``api_lister = False``: nova's lister serves; on again: ours."""
         self.flags(api_lister=False, group='cellsched')
@@ -404,7 +478,7 @@ class NovaApiListingTest(test.TestCase,
             metrics = timing_grammar.parse(
                 response.headers['Server-Timing'])
             self.assertEqual(['total', 'gather', 'merge', 'objects',
-                              'validation', 'other'], list(metrics))
+                              'view', 'validation', 'other'], list(metrics))
             total = float(metrics['total']['dur'])
             self.assertLessEqual(
                 sum(float(m['dur']) for name, m in metrics.items()
