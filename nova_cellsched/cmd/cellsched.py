@@ -313,7 +313,8 @@ class CellschedApp(app.App):
                  'default locations, as for nova-manage.')
         parser.add_argument(
             '--config-dir', action='append', default=[], metavar='DIR',
-            help='Directory of *.conf files to read after --config-file.')
+            help='Directory of files ending in .conf to read after '
+                 '--config-file.')
         return parser
 
     def configure_logging(self) -> None:
