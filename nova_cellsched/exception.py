@@ -21,7 +21,8 @@ message says what was expected, what was got and how to fix it::
      +-- InvalidListRequest      a listing argument is not acceptable
      +-- ApiDatabaseUnreachable  the nova API database did not answer
      +-- PlacementUnreachable    the placement API did not answer
-     +-- CellsFailed             a strict listing lost one or more cells
+     +-- CellsFailed             a listing that may not skip down cells
+                                 lost one or more cells
 
 ``exit_code`` is the ``nova-cellsched`` exit status for the error (see
 :mod:`nova_cellsched.cmd.cellsched`).

@@ -144,13 +144,38 @@ def install() -> bool:
         keyset.install()
         guard.install()
         _install_validation()
-        LOG.info('nova-cellsched serves nova-api server lists (nova %s '
-                 'as tested: %d relied-on sources checked; self-test '
-                 'passed in %.3f s; nova.compute.instance_list replaced; '
-                 "[cellsched] api_lister = False goes back to nova's "
-                 'lister)', fingerprint.nova_version(),
-                 len(fingerprint.RELIED_ON), seconds)
+        LOG.info('%s', installed_message(
+            _lister_on(), fingerprint.nova_version(),
+            len(fingerprint.RELIED_ON), seconds))
         return True
+
+
+def installed_message(lister_on: bool, nova_version: str, sources: int,
+                      seconds: float) -> str:
+    """The INFO line of an install: what serves nova-api's lists now.
+
+    :param lister_on: ``[cellsched] api_lister``.
+    """
+    if lister_on:
+        what = 'serves nova-api server lists'
+        switch = "[cellsched] api_lister = False goes back to nova's lister"
+    else:
+        what = ("is installed in nova-api but nova's own lister serves the "
+                'server lists: [cellsched] api_lister = False')
+        switch = ('[cellsched] api_lister = True and a SIGHUP make '
+                  'nova-cellsched serve them')
+    return ('nova-cellsched %s (nova %s as tested: %d relied-on sources '
+            'checked; self-test passed in %.3f s; '
+            'nova.compute.instance_list replaced; %s)'
+            % (what, nova_version, sources, seconds, switch))
+
+
+def _lister_on() -> bool:
+    """``[cellsched] api_lister`` as nova-api has it now."""
+    import nova.conf
+
+    from nova_cellsched import conf as conf_mod
+    return bool(nova.conf.CONF[conf_mod.GROUP_NAME].api_lister)
 
 
 def uninstall() -> bool:

@@ -29,17 +29,19 @@ Commands::
 Output is a table by default; ``-f json``, ``-f csv``, ``-f value`` and
 ``-f yaml`` are cliff's formatters.
 
-Exit codes:
+Exit codes (each command's are in doc/source/cli/nova-cellsched.rst):
 
 =====  ==============================================================
-0      success; ``check`` found nothing to fix
+0      success; ``check`` found nothing to fix; ``list`` heard from
+       every cell
 1      ``check`` found problems (unknown or ambiguous cell names,
        projects without a usable cell, cell aggregates out of sync,
        a server-list pipeline of ``--api-paste`` without the filter,
        a nova the filter refuses, ...); ``sync-aggregates`` failed
-       for some cells or providers (listed); ``list`` is incomplete
-       (cells failed or timed out: the rest is printed, or nothing in
-       strict mode); other unexpected errors
+       for some cells or providers (listed); ``list`` lost cells
+       (failed or timed out: the rest is printed, or nothing with
+       ``[api] list_records_by_skipping_down_cells = false``);
+       other unexpected errors
 2      bad configuration (malformed ``[cellsched]`` options, no
        ``[api_database] connection``) or bad command line input (a
        missing or malformed ``--api-paste`` file)
@@ -311,7 +313,8 @@ class CellschedApp(app.App):
                  'default locations, as for nova-manage.')
         parser.add_argument(
             '--config-dir', action='append', default=[], metavar='DIR',
-            help='Directory of *.conf files to read after --config-file.')
+            help='Directory of files ending in .conf to read after '
+                 '--config-file.')
         return parser
 
     def configure_logging(self) -> None:

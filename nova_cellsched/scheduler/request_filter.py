@@ -34,6 +34,7 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler import utils as scheduler_utils
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cellsched import conf
@@ -121,7 +122,9 @@ def register() -> bool:
     """Add :func:`require_cell_aggregates` to nova's request filters, once.
 
     Idempotent: an entry left by an earlier import of this module (a
-    reload) is replaced in place, not added again.
+    reload) is replaced in place, not added again. Adding it logs one
+    INFO line saying whether the pre-filter is on and in which form
+    (:func:`_log_registered`).
 
     :returns: True when the pre-filter is in nova's list afterwards.
     """
@@ -137,4 +140,29 @@ def register() -> bool:
             filters[index] = require_cell_aggregates
             return True
     filters.append(require_cell_aggregates)
+    _log_registered()
     return True
+
+
+def _log_registered() -> None:
+    """Say, once per process, that the pre-filter is in nova's list.
+
+    The two options are read on every request, so the line gives their
+    values at start; oslo.config logs a later change (``Option
+    cellsched.placement_prefilter changed from [False] to [True]``).
+    """
+    group = CONF[conf.GROUP_NAME]
+    try:
+        on = bool(group.placement_prefilter)
+        form = group.placement_prefilter_form
+    except cfg.Error as exc:
+        # Each request reads them again, and fails the same way.
+        LOG.error('nova-cellsched placement pre-filter registered, but its '
+                  '[cellsched] options cannot be read: %s', exc)
+        return
+    LOG.info('nova-cellsched placement pre-filter registered: %(state)s '
+             '([cellsched] placement_prefilter = %(on)s, '
+             'placement_prefilter_form = %(form)s; both read on every '
+             'request)',
+             {'state': 'on' if on else 'off, placement is asked as '
+              'without the plugin', 'on': on, 'form': form})

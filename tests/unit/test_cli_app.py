@@ -13,7 +13,9 @@
 """The command line's commands, as cliff builds them."""
 
 import argparse
+import configparser
 from importlib import metadata
+import os
 import re
 
 from cliff import command as cliff_command
@@ -64,6 +66,29 @@ class EpilogTestCase(base.BaseTestCase):
         self.assertRaises(AssertionError,
                           cliff_command.Command.get_epilog, cmd)
         self.assertTrue(metadata.packages_distributions())
+
+
+class EntryPointsTestCase(base.BaseTestCase):
+    """setup.cfg lists the application's commands, for the CLI reference.
+
+    ``doc/source/cli`` documents the commands of the ``nova_cellsched.cli``
+    entry point namespace (cliff's ``autoprogram-cliff``); the
+    application adds ``COMMANDS`` itself, so the two must not drift.
+    """
+
+    def test_entry_points_are_the_commands(self):
+        top = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        setup_cfg = configparser.ConfigParser()
+        setup_cfg.read(os.path.join(top, 'setup.cfg'))
+        listed = {}
+        for line in setup_cfg['entry_points'][
+                'nova_cellsched.cli'].strip().splitlines():
+            name, _, target = (part.strip() for part in line.partition('='))
+            listed[name] = target
+        self.assertEqual(
+            {name: '%s:%s' % (cls.__module__, cls.__name__)
+             for name, cls in cellsched.COMMANDS.items()}, listed)
 
 
 class CellOrderTestCase(base.BaseTestCase):

@@ -253,6 +253,24 @@ class TestInstall(_Base):
                          r'lists \(nova 34\.0\.0 as tested: \d+ relied-on '
                          r'sources checked; self-test passed in [0-9.]+ s')
 
+    def test_filter_factory_with_the_lister_off_says_nova_serves(self):
+        """api_lister = false at start: installed, and the line says so."""
+        self.useFixture(config_fixture.Config(CONF)).config(
+            api_lister=False, group='cellsched')
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        cellsched_api.filter_factory({})
+        self.assertTrue(cellsched_api.is_installed())
+        lines = [line for line in logs.output.splitlines() if line]
+        self.assertEqual(1, len(lines), lines)
+        self.assertNotIn('serves nova-api server lists', lines[0])
+        self.assertRegex(lines[0], r"nova-cellsched is installed in "
+                         r"nova-api but nova's own lister serves the server "
+                         r"lists: \[cellsched\] api_lister = False \(nova "
+                         r"34\.0\.0 as tested: \d+ relied-on sources "
+                         r"checked; self-test passed in [0-9.]+ s")
+        self.assertIn('api_lister = True and a SIGHUP make nova-cellsched '
+                      'serve them', lines[0])
+
 
 class TestSelfTest(_Base):
     """install() lists both ways on a private database first."""

@@ -501,6 +501,35 @@ class PrefilterTestCase(FilterTestBase):
         self.assertEqual([first, request_filter.require_cell_aggregates],
                          nova_request_filter.ALL_REQUEST_FILTERS)
 
+    def test_registering_logs_one_line_with_the_state_and_form(self):
+        """Adding the pre-filter says at INFO whether it is on, and how."""
+        def lines():
+            return self._log_lines('INFO', 'pre-filter registered')
+
+        first = nova_request_filter.ALL_REQUEST_FILTERS[0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS', [first]))
+        # setUp's filter may have logged it already, into nova's own list.
+        before = len(lines())
+        self.assertTrue(request_filter.register())
+        self.assertEqual(before + 1, len(lines()))
+        self.assertIn('registered: off, placement is asked as without the '
+                      'plugin ([cellsched] placement_prefilter = False, '
+                      'placement_prefilter_form = auto;', lines()[-1])
+        # Already in the list: nothing added, nothing logged.
+        self.assertTrue(request_filter.register())
+        self.assertEqual(before + 1, len(lines()))
+
+        self.flags(placement_prefilter=True,
+                   placement_prefilter_form='forbidden', group='cellsched')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS', [first]))
+        self.assertTrue(request_filter.register())
+        self.assertEqual(before + 2, len(lines()))
+        self.assertIn('registered: on ([cellsched] placement_prefilter = '
+                      'True, placement_prefilter_form = forbidden;',
+                      lines()[-1])
+
     def test_not_a_list_is_a_warning_not_an_error(self):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
