@@ -190,6 +190,9 @@ class UwsgiNovaApi(fixtures.Fixture):
     :param threads: threads per worker (devstack sets none: 1).
     :param cellsched: ``[cellsched]`` options for nova.conf.
     :param start_timeout: seconds to wait for every worker to answer.
+    :param nova_conf: more nova.conf settings, ``{section: {option:
+        value}}``, over the ones written here (e.g. ``{'DEFAULT':
+        {'debug': 'false'}}`` for a benchmark).
 
     ``url`` is the compute endpoint (``.../v2.1``); ``log`` uwsgi's log
     (nova-api's log lines included).
@@ -198,7 +201,9 @@ class UwsgiNovaApi(fixtures.Fixture):
     def __init__(self, world: Any, neutron_url: str,
                  with_filter: bool = True, processes: int = 2,
                  threads: int = 1, cellsched: dict[str, Any] | None = None,
-                 start_timeout: float = 120.0) -> None:
+                 start_timeout: float = 120.0,
+                 nova_conf: dict[str, dict[str, str]] | None = None
+                 ) -> None:
         super().__init__()
         self.world = world
         self.neutron_url = neutron_url
@@ -207,6 +212,7 @@ class UwsgiNovaApi(fixtures.Fixture):
         self.threads = threads
         self.cellsched = cellsched or {}
         self.start_timeout = start_timeout
+        self.nova_conf_overrides = nova_conf or {}
         self.process: subprocess.Popen[bytes] | None = None
 
     def _setUp(self) -> None:
@@ -251,6 +257,10 @@ class UwsgiNovaApi(fixtures.Fixture):
         conf['oslo_concurrency'] = {'lock_path': self.dir}
         conf['oslo_messaging_notifications'] = {'driver': 'noop'}
         conf['cellsched'] = {k: str(v) for k, v in self.cellsched.items()}
+        for section, values in self.nova_conf_overrides.items():
+            if section not in conf:
+                conf[section] = {}
+            conf[section].update(values)
         self.nova_conf = os.path.join(self.dir, 'nova.conf')
         with open(self.nova_conf, 'w') as f:
             conf.write(f)

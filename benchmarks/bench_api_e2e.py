@@ -1,0 +1,335 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""GET /servers/detail as users pay for it: stock nova-api vs the filter.
+
+Two nova-api processes, each served by uwsgi as devstack serves it
+(``tests/functional/uwsgi_api.py``: one worker process, one thread,
+``debug = false``): **stock** (nova's api-paste.ini, no nova-cellsched
+at all) and **ours** (the same with the ``cellsched`` filter and every
+``[cellsched]`` option at its default). A client sends
+``GET /servers/detail?all_tenants=1&limit=1000`` (admin) to one, then
+the other, alternating which goes first, and times each request from
+sending it to the last byte of the body. Nothing is done to the
+workers between requests (no forced garbage collection): they run as a
+real API worker runs::
+
+    python benchmarks/bench_api_e2e.py --out benchmarks/results/
+    python benchmarks/bench_api_e2e.py --quick
+
+**Data.** The worlds of ``benchmarks/bench_listing.py`` (seeded by
+``benchmarks/seed_fast.py``) plus one ``request_specs`` row per instance
+(``bench_api.seed_request_specs``), on ``--server``; the cell mappings
+of the world's API database name the cells with PyMySQL, as devstack
+configures nova. Neutron is a stand-in answering no ports (the same for
+both).
+
+**Measured**, per (world, microversion, ``[api] response_validation``):
+the median (and min, max) of ``--repeat`` requests per variant, and the
+ratio stock / ours; for ours, the medians of the phases its
+``Server-Timing`` header reports (gather, merge, objects, view,
+validation, other) and validation's share of the request. The bodies of
+the two are compared (after replacing each one's own base URL in the
+links): equal, or the run stops. Where nova's time goes inside the
+request is measured in one process by ``benchmarks/bench_api.py``.
+
+**Databases.** As ``bench_api.py``: ``--keep``, ``--cleanup``; the run
+drops the ``ncsbench_*`` databases it created when it ends.
+"""
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
+
+import bench_api  # noqa: E402  (nova's patching, objects registered)
+
+import argparse  # noqa: E402
+import http.client  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+import types  # noqa: E402
+from typing import Any  # noqa: E402
+import urllib.parse  # noqa: E402
+
+import sqlalchemy as sa  # noqa: E402
+
+import bench_listing  # noqa: E402
+import seed_fast  # noqa: E402
+from tests.functional import uwsgi_api  # noqa: E402
+from tests import server_timing_grammar  # noqa: E402
+
+PATH = '/v2.1/servers/detail?all_tenants=1&limit=%d'
+PHASES = ('gather', 'merge', 'objects', 'view', 'validation', 'other')
+
+
+def pymysql_world(world: dict[str, Any]) -> types.SimpleNamespace:
+    """*world* as :class:`uwsgi_api.UwsgiNovaApi` takes it, on PyMySQL.
+
+    Rewrites the cell mappings of the world's API database to PyMySQL
+    URLs (nova-api reads the cells' URLs there).
+    """
+    def pymysql(url: str) -> str:
+        return bench_listing.driver_url(url, 'pymysql')
+
+    api_url = pymysql(world['api_url'])
+    engine = sa.create_engine(api_url)
+    try:
+        with engine.begin() as conn:
+            for cell_id, url in conn.execute(sa.text(
+                    'SELECT id, database_connection FROM cell_mappings')
+                    ).all():
+                conn.execute(sa.text(
+                    'UPDATE cell_mappings SET database_connection = :u '
+                    'WHERE id = :i'), {'u': pymysql(url), 'i': cell_id})
+    finally:
+        engine.dispose()
+    return types.SimpleNamespace(api_url=api_url, cells={
+        name: types.SimpleNamespace(name=name, url=pymysql(url))
+        for name, _uuid, url in world['cells']})
+
+
+def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str
+        ) -> tuple[float, bytes, dict[str, str]]:
+    """(seconds to the body's last byte, body, headers) of GET *path*."""
+    parts = urllib.parse.urlsplit(api.base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port,
+                                      timeout=600)
+    try:
+        start = time.perf_counter()
+        conn.request('GET', path, headers={
+            'X-Auth-Token': uwsgi_api.TOKEN, 'Accept': 'application/json',
+            'OpenStack-API-Version': 'compute %s' % version})
+        response = conn.getresponse()
+        body = response.read()
+        seconds = time.perf_counter() - start
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise RuntimeError('%s %s answered %d: %s' % (
+            api.base, path, response.status, body[:500]))
+    return seconds, body, dict(response.getheaders())
+
+
+def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
+            limit: int, repeat: int, log: Any) -> dict[str, Any]:
+    """*repeat* requests per variant, alternating; the medians."""
+    path = PATH % limit
+    times: dict[str, list[float]] = {'stock': [], 'ours': []}
+    phases: dict[str, list[float]] = {name: [] for name in PHASES}
+    servers = None
+    for number in range(repeat):
+        order = ('stock', 'ours') if number % 2 == 0 else ('ours', 'stock')
+        bodies = {}
+        for variant in order:
+            seconds, body, headers = get(apis[variant], path, version)
+            times[variant].append(seconds)
+            bodies[variant] = body.replace(
+                apis[variant].base.encode(), b'http://nova-api')
+            if variant == 'ours':
+                metrics = server_timing_grammar.parse(
+                    headers['Server-Timing'])
+                for name in PHASES:
+                    phases[name].append(
+                        float(metrics.get(name, {}).get('dur', 0.0)))
+        if bodies['stock'] != bodies['ours']:
+            raise RuntimeError('%s at %s: the bodies differ' % (path,
+                                                                version))
+        servers = len(json.loads(bodies['ours'])['servers'])
+    stock = statistics.median(times['stock'])
+    ours = statistics.median(times['ours'])
+    point = {
+        'version': version, 'servers': servers,
+        'stock_ms': round(stock * 1000, 1), 'ours_ms': round(ours * 1000, 1),
+        'ratio': round(stock / ours, 2),
+        'stock_range_ms': [round(min(times['stock']) * 1000, 1),
+                           round(max(times['stock']) * 1000, 1)],
+        'ours_range_ms': [round(min(times['ours']) * 1000, 1),
+                          round(max(times['ours']) * 1000, 1)],
+        'ours_phases_ms': {name: round(statistics.median(values), 1)
+                           for name, values in phases.items()},
+    }
+    log('  %s: stock %.0f ms, ours %.0f ms, %.2fx; ours: %s'
+        % (version, point['stock_ms'], point['ours_ms'], point['ratio'],
+           ', '.join('%s %.0f' % kv
+                     for kv in point['ours_phases_ms'].items())))
+    return point
+
+
+def render(report: dict[str, Any]) -> str:
+    lines = [
+        '# GET /servers/detail end to end: stock nova-api vs the filter',
+        '',
+        '`%s` on %s, nova %s, Python %s, %s CPUs, medians of %d requests '
+        'per variant, alternating.' % (
+            report['command'], report['date'], report['nova'],
+            report['python'], report['cpus'], report['repeat']),
+        '',
+        '| world | version | validation | servers | stock ms | ours ms | x '
+        '| ours: gather | merge | objects | view | validation | other '
+        '| validation share |',
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ]
+    for p in report['points']:
+        ph = p['ours_phases_ms']
+        lines.append(
+            '| %s | %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f '
+            '| %.0f | %.0f | %.0f | %.0f%% |' % (
+                p['world'], p['version'], p['validation'], p['servers'],
+                p['stock_ms'], p['ours_ms'], p['ratio'], ph['gather'],
+                ph['merge'], ph['objects'], ph['view'], ph['validation'],
+                ph['other'], 100.0 * ph['validation'] / p['ours_ms']))
+    lines += [
+        '',
+        'Columns:',
+        '',
+        '* world: cells x servers per cell; version: the request\'s '
+        'microversion; validation: `[api] response_validation` of both '
+        'processes (`warn` is nova\'s default).',
+        '* stock ms, ours ms: the client\'s time from sending the request '
+        'to the last byte of the body (HTTP on the loopback, uwsgi, the '
+        'paste pipeline, nova-api, JSON); x: stock / ours. Plain medians, '
+        'no figure stabilised.',
+        '* ours: the medians of the phases of the `Server-Timing` header '
+        'the filter adds (each a median on its own: they need not add up '
+        'to ours ms); other: the rest of the request inside nova-api '
+        '(policy, the faults, the build requests, the WSGI stack); the '
+        'HTTP transfer is outside all of them. validation share: '
+        'validation / ours ms.',
+        '',
+    ] + ['* %s' % note for note in report['notes']]
+    return '\n'.join(lines) + '\n'
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--server', default=os.environ.get(
+        'NOVA_CELLSCHED_BENCH_URL', 'mysql+pymysql://root@127.0.0.1/'))
+    parser.add_argument('--worlds', default='10x1000,50x200')
+    parser.add_argument('--versions',
+                        default='2.1,%s' % bench_api.MAX_VERSION)
+    parser.add_argument('--validations', default='warn,ignore')
+    parser.add_argument('--limit', type=int, default=1000)
+    parser.add_argument('--repeat', type=int, default=7)
+    parser.add_argument('--quick', action='store_true',
+                        help='one small world (4x100), 3 requests each')
+    parser.add_argument('--out', default=None)
+    parser.add_argument('--name', default='api_e2e')
+    parser.add_argument('--render', metavar='JSON',
+                        help='write the markdown of a stored result again')
+    seed_fast.add_database_args(parser)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.worlds, args.repeat, args.name = '4x100', 3, args.name + '_quick'
+    args.worlds = [tuple(int(n) for n in w.split('x'))
+                   for w in args.worlds.split(',')]
+    args.versions = args.versions.split(',')
+    args.validations = args.validations.split(',')
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.render:
+        with open(args.render) as handle:
+            report = json.load(handle)
+        path = os.path.splitext(args.render)[0] + '.md'
+        with open(path, 'w') as handle:
+            handle.write(render(report))
+        print('wrote %s' % path)
+        return 0
+    seed_fast.require('bench_api_e2e.py', {} if args.cleanup else {
+        'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
+    if args.cleanup:
+        seed_fast.drop_databases(
+            args.server, seed_fast.bench_databases(args.server))
+        return 0
+    problem = uwsgi_api.unavailable()
+    if problem:
+        print('bench_api_e2e.py: %s' % problem, file=sys.stderr)
+        return 2
+    with seed_fast.databases_of_this_run(args.server, args.keep):
+        return _main(args, argv)
+
+
+def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
+    def log(text: str) -> None:
+        print(text, flush=True)
+
+    points = []
+    neutron = uwsgi_api.FakeNeutron()
+    neutron.setUp()
+    try:
+        for cells, per_cell in args.worlds:
+            world = seed_fast.ensure_world(args.server, cells, per_cell, 0,
+                                           progress=log)
+            bench_api.seed_request_specs(world['api_url'], log)
+            nova_world = pymysql_world(world)
+            label = '%dx%d' % (cells, per_cell)
+            for validation in args.validations:
+                log('%s, response_validation = %s:' % (label, validation))
+                conf = {'DEFAULT': {'debug': 'false'},
+                        'api': {'response_validation': validation}}
+                apis = {}
+                try:
+                    for variant in ('stock', 'ours'):
+                        api = uwsgi_api.UwsgiNovaApi(
+                            nova_world, neutron.url,
+                            with_filter=variant == 'ours', processes=1,
+                            threads=1, nova_conf=conf, start_timeout=300)
+                        api.setUp()
+                        apis[variant] = api
+                    for version in args.versions:
+                        for variant in ('stock', 'ours'):  # warm up
+                            get(apis[variant], PATH % args.limit, version)
+                    for version in args.versions:
+                        point = measure(apis, version, args.limit,
+                                        args.repeat, log)
+                        point.update(world=label, validation=validation)
+                        points.append(point)
+                finally:
+                    for api in apis.values():
+                        api.cleanUp()
+    finally:
+        neutron.cleanUp()
+    report = dict(bench_listing.run_info('bench_api_e2e.py', argv), **{
+        'repeat': args.repeat, 'points': points,
+        'notes': [
+            'two uwsgi processes (one worker, one thread each, as devstack '
+            'configures nova-api but for the worker count), nova-api with '
+            'native threads (nova 34\'s default), debug off; one client, '
+            'one request at a time.',
+            'stock: nova 34 as released, no nova-cellsched; ours: the '
+            '`cellsched` filter in the pipelines, every `[cellsched]` '
+            'option at its default.',
+            'authentication: the tests\' noauth stand-in in place of '
+            'keystone\'s authtoken (both); neutron: a stand-in with no '
+            'ports (both).',
+        ]})
+    text = render(report)
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        base = os.path.join(args.out, args.name)
+        with open(base + '.json', 'w') as handle:
+            json.dump(report, handle, indent=1, default=str)
+        with open(base + '.md', 'w') as handle:
+            handle.write(text)
+        log('wrote %s.json, %s.md' % (base, base))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
