@@ -409,6 +409,9 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         """
         for cell_name in ('cell1', 'cell2', 'cell3'):
             self._bulk_nodes(cell_name, 98)   # + the 7 started hosts: 301
+        # Writes one at a time: placement's in-memory SQLite database of
+        # the fixture answers concurrent writers "database is locked".
+        self.flags(aggregate_sync_workers=1, group='cellsched')
         worker = self._worker()
         started = time.monotonic()
         first = worker.run_once()
@@ -416,6 +419,7 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         self.assertTrue(first.ok, first)
         self.assertEqual(301, len(first.rows))
 
+        self.flags(aggregate_sync_workers=8, group='cellsched')
         watched, placement = self._watched()
         worker = self._worker(placement)
         times = []
