@@ -234,6 +234,61 @@ Possible values:
 Related options:
 
 * ``[cellsched] placement_prefilter``
+* ``[cellsched] aggregate_sync_interval``: the periodic sync uses it too.
+"""), cfg.IntOpt(
+    'aggregate_sync_interval',
+    default=-1,
+    min=-1,
+    mutable=True,
+    help="""
+Seconds between two syncs of the cell aggregates by nova-scheduler.
+
+With a value of 0 or more, every nova-scheduler that loads
+``ProjectCellFilter`` runs what ``nova-cellsched sync-aggregates`` does in
+a background thread: a compute node added to a cell joins its cell's
+placement aggregate within one interval, without an operator; deleted
+and moved nodes leave. The thread runs in the process that builds the
+filter (the parent process when ``[scheduler] workers`` is more than 1),
+so there is one per nova-scheduler host, whatever the number of workers.
+Several schedulers syncing at once is safe: they only add a cell's
+compute nodes to its aggregate and remove a provider that is not a
+compute node of the cell any more (or that the cell database no longer
+has), and they converge. A run that fails (placement unreachable or
+answering 5xx, a cell database that does not answer) logs an error
+naming what failed, starts no write after a placement failure (and no
+removal if it came while nodes were being added), leaves an unreadable
+cell's aggregate as it is, and the next run starts over. A provider
+another writer keeps changing is tried 5 times with a growing pause; a
+run gives up on further updates once 20 providers gave up. Each run
+costs one API database query, one query per cell database and one
+placement request per cell when nothing changed.
+The first run starts one interval after nova-scheduler started, so that
+forking its workers does not wait for it. Same meaning of the values as
+nova's ``[scheduler] discover_hosts_in_cells_interval``, with which it
+pairs well: host discovery maps a new compute host to its cell, this sync
+then puts its node in the cell's aggregate.
+
+This option is mutable: a SIGHUP to nova-scheduler applies a new value
+(starting, stopping or re-timing the sync; a waiting sync starts its next
+run one new interval after the SIGHUP). A value oslo.config cannot read
+(not an integer, below -1) stops nova-scheduler at start with one line
+naming this option; on a SIGHUP it is logged and the last good value
+stays in force.
+
+Possible values:
+
+* -1 (default): no periodic sync; run ``nova-cellsched sync-aggregates``
+  after adding compute nodes.
+* 0: a sync every 60 seconds (nova's default periodic interval).
+* A positive integer: a sync every that many seconds.
+
+Related options:
+
+* ``[cellsched] placement_prefilter``: the aggregates are only needed by
+  the pre-filter.
+* ``[cellsched] aggregate_sync_workers``: placement requests in flight.
+* ``[scheduler] discover_hosts_in_cells_interval``: nova's periodic host
+  discovery.
 """)]
 
 listing_opts = [

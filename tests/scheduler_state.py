@@ -18,6 +18,7 @@ schedulers and filters in one process, each with its own options.
 
 import fixtures
 
+from nova_cellsched.scheduler import periodic_sync
 from nova_cellsched.scheduler import state
 
 
@@ -38,16 +39,29 @@ class FreshPolicy(fixtures.Fixture):
     def _setUp(self):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.state._shared', self._shared))
+        # The periodic sync too: built afresh by the next filter, and
+        # stopped at the end of the test if it runs.
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.periodic_sync._worker', None))
+        self.addCleanup(_stop_periodic_sync)
 
     def install(self, shared):
         """Make *shared* the process's policy until the fixture ends."""
         state._shared = shared
 
 
+def _stop_periodic_sync():
+    worker = periodic_sync.get()
+    if worker is not None:
+        worker.stop(timeout=60)
+
+
 def sighup(conf_obj):
     """Apply *conf_obj*'s values now, as nova-scheduler's SIGHUP does.
 
     ``self.flags()`` changes values without running oslo.config's mutate
-    hooks; this runs the one the scheduler's policy registered.
+    hooks; this runs the ones the scheduler's policy and periodic sync
+    registered.
     """
     state.reload_hook(conf_obj, {})
+    periodic_sync.reload_hook(conf_obj, {})

@@ -21,5 +21,8 @@ database; :mod:`.state` holds the one policy of a nova-scheduler, rebuilt
 by its SIGHUP mutate hook; :mod:`.host_filter` is nova's scheduler host
 filter, :class:`~.host_filter.ProjectCellFilter` (public path:
 ``nova_cellsched.filters.ProjectCellFilter``), which registers the
-placement pre-filter of :mod:`.request_filter` when nova builds it.
+placement pre-filter of :mod:`.request_filter` when nova builds it, and
+sets up :mod:`.periodic_sync`, the scheduler's periodic sync of the cell
+aggregates (:mod:`.aggregate_sync`, diffed by the pure
+:mod:`.aggregates`).
 """

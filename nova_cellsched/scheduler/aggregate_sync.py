@@ -19,15 +19,27 @@ lists no provider's aggregates in bulk) and applies
 :func:`~.aggregates.diff` through nova's placement report client. Only a
 provider whose membership must change costs more: read its aggregates and
 generation, write them back changed only in cell aggregates, read again
-and retry on a generation conflict. Aggregate members are listed, and
-providers written, by a pool of *workers* threads, so at most
-*workers* placement requests are in flight. Used by ``nova-cellsched
-sync-aggregates`` and ``check``.
+and retry on a generation conflict, a bounded number of times with a
+growing pause. Aggregate members are listed, and providers written, by a
+pool of *workers* threads, so at most *workers* placement requests are in
+flight. Used by ``nova-cellsched sync-aggregates``, ``check`` and the
+scheduler's periodic sync (:mod:`.periodic_sync`).
+
+Several syncs may run at once (several schedulers, an operator's
+command): each cell's aggregate members are read *before* its compute
+nodes, so a provider the sync removes was in the aggregate before the
+sync found it missing from the cell database (deleted, or moved to
+another cell), never one another sync added for a node created since;
+each write is computed again from the provider's aggregates as placement
+has them at that moment, so the runs converge.
 """
 
 import concurrent.futures
 import dataclasses
+import datetime
+import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -52,6 +64,16 @@ CELL_DB_ERRORS: tuple[type[BaseException], ...] = (
     db_exc.DBError, sa_exc.SQLAlchemyError, OSError)
 #: Writes tried per provider before it is reported as failed.
 ATTEMPTS = 5
+#: Seconds paused after the first generation conflict on a provider,
+#: doubled after each further one (with jitter), at most
+#: :data:`CONFLICT_PAUSE_MAX`: a provider another writer keeps changing
+#: is not hammered in a loop.
+CONFLICT_PAUSE = 0.05
+CONFLICT_PAUSE_MAX = 1.0
+#: Providers that may give up on generation conflicts in one sync; past
+#: it, the updates not started yet are not started (another writer is
+#: busy on these providers: the next run finishes the work).
+CONFLICT_GIVE_UPS = 20
 #: Placement requests a sync keeps in flight unless told otherwise
 #: (``[cellsched] aggregate_sync_workers``). Below the 10 connections
 #: requests keeps per host, and a load a normal placement service (a few
@@ -106,6 +128,8 @@ class Placement:
         self.client = client if client is not None else _call(
             report.SchedulerReportClient)
         self.context = nova_context.get_admin_context()
+        #: Pauses between conflicting writes (injectable for tests).
+        self.sleep: Callable[[float], Any] = time.sleep
 
     def _request(self, method: str, url: str, body: Any = None,
                  accept: tuple[int, ...] = ()) -> Any:
@@ -150,11 +174,20 @@ class Placement:
             'put', '/resource_providers/%s/aggregates' % provider,
             {'aggregates': sorted(aggs),
              'resource_provider_generation': generation}, accept=(409,))
-        return resp.status_code != 409
+        return bool(resp.status_code != 409)
 
     def apply(self, update: aggregates.ProviderUpdate) -> str:
-        """Apply *update*, retrying on conflicts; return the result text."""
-        for _attempt in range(ATTEMPTS):
+        """Apply *update*, retrying on conflicts; return the result text.
+
+        At most :data:`ATTEMPTS` writes, with a pause growing from
+        :data:`CONFLICT_PAUSE` between them; the text of a provider that
+        gave up starts with :data:`CONFLICTED`.
+        """
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                self.sleep(min(CONFLICT_PAUSE_MAX,
+                               CONFLICT_PAUSE * 2 ** (attempt - 1)) *
+                           random.uniform(0.5, 1.0))  # noqa: S311
             found = self.aggregates_of(update.provider)
             if found is None:
                 return ('failed: no resource provider %s in placement (has '
@@ -167,20 +200,41 @@ class Placement:
                 return DONE
             LOG.debug('Generation conflict on provider %s, retrying',
                       update.provider)
-        return ('failed: provider %s changed %d times while it was written '
-                '(generation conflicts); run again' % (update.provider,
-                                                       ATTEMPTS))
+        return ('%s: provider %s changed %d times while it was written '
+                '(generation conflicts: another writer); run again'
+                % (CONFLICTED, update.provider, ATTEMPTS))
 
 
-def read_nodes(cell_mapping: Any) -> frozenset[str]:
-    """Compute node uuids of one cell; raises one of CELL_DB_ERRORS."""
+#: Start of the result of a provider that gave up on generation conflicts.
+CONFLICTED = 'failed: conflicts'
+
+
+class Nodes(frozenset[str]):
+    """Compute node uuids of a cell, with when each was created.
+
+    :ivar created_at: node uuid -> creation time (aware, UTC) as the cell
+        database has it; nodes without one are left out.
+    """
+
+    created_at: Mapping[str, datetime.datetime]
+
+    def __new__(cls, created_at: Mapping[str, datetime.datetime | None]
+                ) -> 'Nodes':
+        nodes = super().__new__(cls, created_at)
+        nodes.created_at = {uuid: when for uuid, when in created_at.items()
+                            if when is not None}
+        return nodes
+
+
+def read_nodes(cell_mapping: Any) -> Nodes:
+    """Compute nodes of one cell; raises one of CELL_DB_ERRORS."""
     # The command line registers only the nova objects it reads (start-up
     # time); this one it reads here.
     from nova.objects import compute_node  # noqa: F401
     ctxt = nova_context.get_admin_context()
     with nova_context.target_cell(ctxt, cell_mapping) as cctxt:
-        return frozenset(str(node.uuid) for node in
-                         objects.ComputeNodeList.get_all(cctxt))
+        return Nodes({str(node.uuid): node.created_at for node in
+                      objects.ComputeNodeList.get_all(cctxt)})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,7 +282,10 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
     Placement lists the aggregates' members on *workers* threads while
     the cell databases are read in this thread, one query per cell, one
     cell after the other (nova's ``target_cell`` is not shared with the
-    threads).
+    threads). A cell's database is read only once its aggregate's
+    members are in: a provider found in the aggregate and not in the
+    database was there before the node left the database, so concurrent
+    syncs never remove a node created meanwhile.
 
     :raises PlacementUnreachable, PlacementError: placement did not list
         an aggregate's members; nothing can be decided then.
@@ -243,6 +300,8 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
                    for cm in cells}
         try:
             for cm in cells:
+                # Members first, then nodes (see above).
+                members[cm.uuid] = futures[cm.uuid].result()
                 try:
                     nodes[cm.uuid] = nodes_of(cm)
                 except CELL_DB_ERRORS as exc:
@@ -253,8 +312,6 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
                     LOG.warning('Cannot read the compute nodes of cell %s, '
                                 'its aggregate is left as it is: %s',
                                 labels[cm.uuid], unreadable[cm.uuid])
-            for cm in cells:
-                members[cm.uuid] = futures[cm.uuid].result()
         except BaseException:
             for future in futures.values():
                 future.cancel()
@@ -267,20 +324,36 @@ NOT_STARTED = ('not started: placement failed during the sync (see the '
                'error); run again')
 
 
+#: Result of an update not started because too many providers gave up
+#: on generation conflicts before it.
+NOT_STARTED_CONFLICTS = (
+    'not started: %d providers gave up on generation conflicts in this '
+    'sync (another writer is busy on them); run again' % CONFLICT_GIVE_UPS)
+
+
 class _Writer:
-    """Applies provider updates on a pool; stops at a placement fault."""
+    """Applies provider updates on a pool; stops at a placement fault,
+    or once :data:`CONFLICT_GIVE_UPS` providers gave up on conflicts.
+    """
 
     def __init__(self, placement: Placement) -> None:
         self.placement = placement
         self.fault: exception.CellschedError | None = None
+        self.gave_up = 0
         self._lock = threading.Lock()
 
     def apply(self, update: aggregates.ProviderUpdate) -> str:
         with self._lock:
             if self.fault is not None:
                 return NOT_STARTED
+            if self.gave_up >= CONFLICT_GIVE_UPS:
+                return NOT_STARTED_CONFLICTS
         try:
-            return self.placement.apply(update)
+            result = self.placement.apply(update)
+            if result.startswith(CONFLICTED):
+                with self._lock:
+                    self.gave_up += 1
+            return result
         except (PlacementFailed, exception.PlacementUnreachable) as exc:
             with self._lock:
                 if self.fault is None:
@@ -371,5 +444,8 @@ def problems(placement: Placement, cell_mappings: Iterable[Any],
     found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
              'is not checked' % (state.labels[cell], reason)
              for cell, reason in sorted(state.unreadable.items())]
+    created: dict[str, datetime.datetime] = {}
+    for nodes in state.nodes.values():
+        created.update(getattr(nodes, 'created_at', {}))
     return found + aggregates.problems(state.nodes, state.members,
-                                       state.labels)
+                                       state.labels, created_at=created)

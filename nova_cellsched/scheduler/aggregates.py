@@ -22,6 +22,7 @@ aggregate that is not a cell's.
 """
 
 import dataclasses
+import datetime
 import enum
 from collections.abc import Iterable, Mapping, Set
 
@@ -94,19 +95,58 @@ def updated(present: Set[str], update: ProviderUpdate) -> frozenset[str]:
     return (frozenset(present) - update.remove) | update.add
 
 
+def duration(seconds: float) -> str:
+    """*seconds* for people: ``45 s``, ``12 min``, ``3 h 05 min``, ``2 d 4 h``.
+    """
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return '%d s' % seconds
+    minutes = seconds // 60
+    if minutes < 120:
+        return '%d min' % minutes
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return '%d h %02d min' % (hours, minutes)
+    days, hours = divmod(hours, 24)
+    return '%d d %d h' % (days, hours)
+
+
+def missing_for(created: datetime.datetime | None,
+                now: datetime.datetime, what: str = 'the node') -> str:
+    """``check``'s words on how long a node has been missing, from its
+    creation time in the cell database; empty when it is unknown.
+    """
+    if created is None:
+        return ''
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=datetime.timezone.utc)
+    return (' (missing for at most %s: the cell database says %s was '
+            'created at %s)' % (
+                duration((now - created).total_seconds()), what,
+                created.strftime('%Y-%m-%d %H:%M:%S UTC')))
+
+
 def problems(nodes: Mapping[str, Set[str]],
              members: Mapping[str, Set[str]],
-             labels: Mapping[str, str]) -> list[str]:
+             labels: Mapping[str, str],
+             created_at: Mapping[str, datetime.datetime] | None = None,
+             now: datetime.datetime | None = None) -> list[str]:
     """What ``nova-cellsched check`` reports about the cell aggregates.
 
     :param nodes: cell uuid -> compute node uuids, for the cells read.
     :param members: cell uuid -> providers in that cell's aggregate; only
         the aggregates of the cells in *nodes* are checked.
     :param labels: cell uuid -> ``name (uuid)`` for the messages.
+    :param created_at: node uuid -> its creation time (UTC) in the cell
+        database; a node missing from its aggregate can have been missing
+        that long at most, which the line then says.
+    :param now: the time to measure from (default: now, UTC).
     :returns: one line per problem: a cell with nodes but no aggregate,
         a node missing from its cell's aggregate, a provider in the
         aggregate of a cell it is not a compute node of.
     """
+    created_at = created_at or {}
+    now = now or datetime.datetime.now(datetime.timezone.utc)
     cell_of = {node: cell for cell, found in nodes.items() for node in found}
     found: list[str] = []
     fix = '; run "nova-cellsched sync-aggregates"'
@@ -114,15 +154,22 @@ def problems(nodes: Mapping[str, Set[str]],
         label = labels.get(cell, cell)
         present = members.get(cell, frozenset())
         if nodes[cell] and not present:
+            oldest = min((created_at[n] for n in nodes[cell]
+                          if n in created_at), default=None,
+                         key=_aware)
             found.append('cell %s has %d compute node(s) but no placement '
                          'aggregate %s, so the placement pre-filter finds '
-                         'no host there%s' % (label, len(nodes[cell]), cell,
-                                              fix))
+                         'no host there%s%s' % (
+                             label, len(nodes[cell]), cell,
+                             missing_for(oldest, now, 'its oldest node'),
+                             fix))
             continue
         for node in sorted(nodes[cell] - present):
             found.append('compute node %s of cell %s is not in the cell\'s '
                          'placement aggregate, so the placement pre-filter '
-                         'never offers it%s' % (node, label, fix))
+                         'never offers it%s%s' % (
+                             node, label,
+                             missing_for(created_at.get(node), now), fix))
     for cell in sorted(set(members) & set(nodes)):
         # The aggregate of a cell that was not read is not checked.
         for provider in sorted(members[cell] - nodes[cell]):
@@ -138,3 +185,8 @@ def problems(nodes: Mapping[str, Set[str]],
                              'of it (deleted or moved)%s'
                              % (provider, labels.get(cell, cell), fix))
     return found
+
+
+def _aware(when: datetime.datetime) -> datetime.datetime:
+    return when if when.tzinfo is not None else when.replace(
+        tzinfo=datetime.timezone.utc)

@@ -22,8 +22,11 @@ Enable it in nova.conf of nova-scheduler::
 nova has no entry point for request filters: when nova-scheduler builds
 this filter (it builds the enabled filters once, at start), the filter
 registers its placement half,
-:func:`~nova_cellsched.scheduler.request_filter.require_cell_aggregates`.
-Importing this module changes nothing in nova.
+:func:`~nova_cellsched.scheduler.request_filter.require_cell_aggregates`,
+and sets up the periodic sync of the cell aggregates
+(:mod:`~nova_cellsched.scheduler.periodic_sync`, started only with
+``[cellsched] aggregate_sync_interval``). Importing this module changes
+nothing in nova.
 """
 
 from typing import Any
@@ -33,6 +36,7 @@ from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
 
 from nova_cellsched.scheduler import decision
+from nova_cellsched.scheduler import periodic_sync
 from nova_cellsched.scheduler import request_filter
 from nova_cellsched.scheduler import state
 
@@ -83,6 +87,9 @@ class ProjectCellFilter(filters.BaseHostFilter):
         # The filter nova-scheduler builds installs its placement half;
         # idempotent, and a no-op until [cellsched] placement_prefilter.
         request_filter.register()
+        # Once per process; a thread only with [cellsched]
+        # aggregate_sync_interval. A bad interval stops the scheduler here.
+        periodic_sync.setup()
 
     def _allowed_cells(self, spec_obj: Any,
                        hosts: list[Any]) -> frozenset[str] | None:

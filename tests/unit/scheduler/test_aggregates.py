@@ -13,6 +13,8 @@
 """The pure cell aggregate diff: what a sync changes and what check says.
 """
 
+import datetime
+
 import hypothesis
 from hypothesis import strategies as st
 from oslotest import base
@@ -122,3 +124,46 @@ class DiffTest(base.BaseTestCase):
         _changes, after = apply(nodes, present)
         self.assertEqual([], aggregates.problems(nodes, members_of(after),
                                                  labels))
+
+
+class MissingForTest(base.BaseTestCase):
+    """check's "missing for": bounded by the node's creation time."""
+
+    NOW = datetime.datetime(2025, 3, 1, 12, 0, tzinfo=datetime.timezone.utc)
+
+    def test_durations(self):
+        self.assertEqual(
+            ['0 s', '119 s', '2 min', '119 min', '2 h 00 min', '47 h 59 min',
+             '2 d 0 h', '10 d 3 h'],
+            [aggregates.duration(s) for s in (
+                -3, 119, 120, 7199, 7200, 48 * 3600 - 1, 48 * 3600,
+                243 * 3600)])
+
+    def test_missing_node_line_says_at_most_since_created(self):
+        created = datetime.datetime(2025, 3, 1, 9, 30)  # naive: UTC
+        found = aggregates.problems(
+            {'c1': {'p1', 'p2'}}, {'c1': {'p2'}}, {'c1': 'cell1 (c1)'},
+            created_at={'p1': created}, now=self.NOW)
+        self.assertEqual(
+            ["compute node p1 of cell cell1 (c1) is not in the cell's "
+             'placement aggregate, so the placement pre-filter never offers '
+             'it (missing for at most 2 h 30 min: the cell database says the '
+             'node was created at 2025-03-01 09:30:00 UTC); run '
+             '"nova-cellsched sync-aggregates"'], found)
+
+    def test_unknown_creation_says_nothing(self):
+        found = aggregates.problems({'c1': {'p1', 'p2'}}, {'c1': {'p2'}},
+                                    {}, now=self.NOW)
+        self.assertNotIn('missing for', found[0])
+
+    def test_cell_without_aggregate_uses_its_oldest_node(self):
+        utc = datetime.timezone.utc
+        found = aggregates.problems(
+            {'c1': {'p1', 'p2'}}, {}, {},
+            created_at={'p1': datetime.datetime(2025, 3, 1, 11, 0,
+                                                tzinfo=utc),
+                        'p2': datetime.datetime(2025, 2, 27, 12, 0)},
+            now=self.NOW)
+        self.assertIn('(missing for at most 2 d 0 h: the cell database '
+                      'says its oldest node was created at 2025-02-27 '
+                      '12:00:00 UTC)', found[0])

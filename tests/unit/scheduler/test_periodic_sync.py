@@ -1,0 +1,288 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The periodic sync's option, thread, SIGHUP and fork handling."""
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import fixtures
+from oslo_config import cfg
+from oslotest import base
+
+from nova_cellsched import conf as conf_mod
+from nova_cellsched import exception
+from nova_cellsched.scheduler import aggregate_sync
+from nova_cellsched.scheduler import periodic_sync
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+def _conf(tmp, value=None):
+    conf = cfg.ConfigOpts()
+    conf_mod.register_opts(conf)
+    args = []
+    if value is not None:
+        path = os.path.join(tmp, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[cellsched]\naggregate_sync_interval = %s\n' % value)
+        args = ['--config-file', path]
+    conf(args, project='nova-cellsched-test')
+    return conf
+
+
+class IntervalTest(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def test_default_is_off(self):
+        self.assertEqual(-1, periodic_sync.read_interval(_conf(self.tmp)))
+        self.assertIsNone(periodic_sync.spacing(-1))
+
+    def test_values(self):
+        self.assertEqual([None, 60, 1, 3600],
+                         [periodic_sync.spacing(periodic_sync.read_interval(
+                             _conf(self.tmp, v))) for v in
+                          (-1, 0, 1, 3600)])
+
+    def test_bad_values_are_one_line_naming_the_option(self):
+        for value, reason in (
+                ('-2', 'Should be greater than or equal to -1'),
+                ('soon', "invalid literal for int() with base 10: 'soon'"),
+                ('1.5', "invalid literal for int() with base 10: '1.5'")):
+            exc = self.assertRaises(exception.InvalidConfig,
+                                    periodic_sync.read_interval,
+                                    _conf(self.tmp, value))
+            self.assertEqual(
+                '[cellsched] aggregate_sync_interval in %s is not valid: '
+                '%s; expected -1 (off, the default), 0 (every 60 seconds) '
+                'or a positive number of seconds'
+                % (os.path.join(self.tmp, 'nova.conf'), reason), str(exc))
+
+    def test_scheduler_start_refuses_a_bad_interval(self):
+        """What building the filter at nova-scheduler start prints: a
+        traceback whose last line is the one-line message.
+        """
+        path = os.path.join(self.tmp, 'nova.conf')
+        with open(path, 'w') as f:
+            f.write('[cellsched]\naggregate_sync_interval = -5\n')
+        code = textwrap.dedent('''
+            import nova.conf
+            nova.conf.CONF(['--config-file', %r], project='nova')
+            from nova_cellsched.filters import ProjectCellFilter
+            ProjectCellFilter()
+        ''' % path)
+        done = subprocess.run([sys.executable, '-c', code], cwd=TOP,
+                              capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=TOP))
+        self.assertNotEqual(0, done.returncode)
+        self.assertEqual(
+            'nova_cellsched.exception.InvalidConfig: [cellsched] '
+            'aggregate_sync_interval in %s is not valid: Should be greater '
+            'than or equal to -1; expected -1 (off, the default), 0 (every '
+            '60 seconds) or a positive number of seconds' % path,
+            done.stderr.strip().splitlines()[-1], done.stderr)
+
+
+class FakePlacement:
+    pass
+
+
+class PeriodicSyncTest(base.BaseTestCase):
+    """The thread and its controls, with a fake sync."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.conf = _conf(self.tmp)
+        self.calls = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.aggregate_sync.sync', self._sync))
+        self.rows = []
+
+    def _sync(self, placement, cells, workers):
+        self.calls.append((placement, list(cells), workers))
+        return self.rows
+
+    def _worker(self, **kwargs):
+        kwargs.setdefault('cell_mappings', lambda: ['c1'])
+        worker = periodic_sync.PeriodicSync(
+            self.conf, placement=FakePlacement, **kwargs)
+        self.addCleanup(worker.stop, 10)
+        return worker
+
+    def _interval(self, value):
+        # The group object is shared by every ConfigOpts it is registered
+        # on, and so are its overrides.
+        self.conf.set_override('aggregate_sync_interval', value,
+                               group='cellsched')
+        self.addCleanup(self.conf.clear_override, 'aggregate_sync_interval',
+                        group='cellsched')
+
+    def _wait_runs(self, worker, count):
+        with worker.ran:
+            self.assertTrue(worker.ran.wait_for(
+                lambda: worker.runs >= count, timeout=60))
+
+    def test_off_by_default_no_thread(self):
+        worker = self._worker()
+        self.assertFalse(worker.start())
+        self.assertFalse(worker.running)
+        self.assertEqual([], self.calls)
+
+    def test_run_once_uses_the_workers_option(self):
+        self.conf.set_override('aggregate_sync_workers', 3,
+                               group='cellsched')
+        self.addCleanup(self.conf.clear_override, 'aggregate_sync_workers',
+                        group='cellsched')
+        result = self._worker().run_once()
+        self.assertTrue(result.ok)
+        self.assertEqual(['c1'], self.calls[0][1])
+        self.assertEqual(3, self.calls[0][2])
+
+    def test_thread_runs_every_interval(self):
+        self._interval(1)
+        worker = self._worker()
+        self.assertTrue(worker.start())
+        self.assertTrue(worker.start())   # once
+        self._wait_runs(worker, 2)
+        self.assertEqual(
+            1, sum(1 for t in threading.enumerate()
+                   if t.name == 'cellsched-periodic-sync'))
+        worker.stop(10)
+        self.assertFalse(worker.running)
+
+    def test_sighup_starts_retimes_and_stops(self):
+        worker = self._worker()
+        self.assertFalse(worker.running)
+        self._interval(1)
+        worker.reconfigure(self.conf)
+        self.assertTrue(worker.running)
+        self._wait_runs(worker, 1)
+        self._interval(2)
+        worker.reconfigure(self.conf)
+        self.assertEqual(2, worker.interval)
+        self.assertTrue(worker.running)
+        self._interval(-1)
+        worker.reconfigure(self.conf)
+        self.assertFalse(worker.running)
+
+    def test_sighup_with_a_bad_value_keeps_the_interval(self):
+        worker = self._worker()
+        logged = self.useFixture(fixtures.FakeLogger())
+        path = os.path.join(self.tmp, 'bad.conf')
+        with open(path, 'w') as f:
+            f.write('[cellsched]\naggregate_sync_interval = never\n')
+        bad = cfg.ConfigOpts()
+        conf_mod.register_opts(bad)
+        bad(['--config-file', path], project='nova-cellsched-test')
+        worker.reconfigure(bad)
+        self.assertEqual(-1, worker.interval)
+        self.assertIn('Ignoring the new value, the periodic sync keeps its '
+                      'interval of -1: [cellsched] aggregate_sync_interval',
+                      logged.output)
+
+    def test_run_never_raises(self):
+        def broken(placement, cells, workers):
+            raise RuntimeError('boom')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.aggregate_sync.sync', broken))
+        self.useFixture(fixtures.FakeLogger())
+        result = self._worker().run_once()
+        self.assertEqual('unexpected RuntimeError: boom; nothing removed '
+                         'after it', result.error)
+
+    def test_placement_that_cannot_be_built_is_retried(self):
+        built = []
+
+        def placement():
+            built.append(1)
+            if len(built) == 1:
+                raise exception.PlacementUnreachable(OSError('refused'))
+            return FakePlacement()
+
+        self.useFixture(fixtures.FakeLogger())
+        worker = periodic_sync.PeriodicSync(
+            self.conf, placement=placement, cell_mappings=lambda: [])
+        self.assertIn('cannot reach the placement API',
+                      worker.run_once().error)
+        self.assertTrue(worker.run_once().ok)
+        self.assertEqual(2, len(built))
+
+    def test_forked_child_does_nothing(self):
+        """A worker process forked from the scheduler's parent has a copy
+        of the sync but no thread: it neither starts nor reconfigures.
+        """
+        self._interval(1)
+        worker = self._worker()
+        worker.pid = os.getpid() + 1   # as seen from a child
+        self.assertFalse(worker.start())
+        worker.reconfigure(self.conf)
+        self.assertFalse(worker.running)
+        self.assertFalse(worker.before_fork())
+
+    def test_fork_waits_for_a_run(self):
+        worker = self._worker()
+        self.assertTrue(worker.before_fork())
+        self.assertFalse(worker.run_lock.acquire(blocking=False))
+        worker.after_fork(True)
+        self.assertTrue(worker.run_lock.acquire(blocking=False))
+        worker.run_lock.release()
+
+    def test_missing_since_is_remembered_until_added(self):
+        now = [100.0]
+        worker = self._worker(wall=lambda: now[0])
+        logged = self.useFixture(fixtures.FakeLogger())
+        failed = aggregate_sync.SyncRow('cell1 (c1)', 'c1', 'p1', 'add',
+                                        'failed: no resource provider p1')
+        self.rows = [failed]
+        worker.run_once()
+        now[0] += 300
+        worker.run_once()
+        self.assertIn('add p1 in cell cell1 (c1): failed: no resource '
+                      'provider p1 (missing for at least 5 min: this '
+                      "scheduler's periodic sync first found it missing at "
+                      '1970-01-01 00:01:40 UTC)', logged.output)
+        self.rows = [aggregate_sync.SyncRow('cell1 (c1)', 'c1', 'p1', 'add',
+                                            aggregate_sync.DONE)]
+        worker.run_once()
+        self.assertEqual({}, worker.missing_since)
+
+
+class SetupTest(base.BaseTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.periodic_sync._worker', None))
+
+    def test_once_per_process(self):
+        conf = _conf(self.useFixture(fixtures.TempDir()).path)
+        first = periodic_sync.setup(conf)
+        self.assertIs(first, periodic_sync.setup(conf))
+        self.assertIs(first, periodic_sync.get())
+        self.assertFalse(first.running)
+
+    def test_bad_interval_is_logged_and_raised(self):
+        conf = _conf(self.useFixture(fixtures.TempDir()).path, 'x')
+        logged = self.useFixture(fixtures.FakeLogger())
+        self.assertRaises(exception.InvalidConfig, periodic_sync.setup,
+                          conf)
+        self.assertIsNone(periodic_sync.get())
+        self.assertIn('[cellsched] aggregate_sync_interval', logged.output)
