@@ -122,12 +122,17 @@ class NovaApiListingTest(test.TestCase,
         """Servers in every cell (and cell0), two projects, tags, NULLs."""
         servers = []
         network = [{'uuid': self.neutron.network_1['id']}]
+        # Named: _build_server's default is the first flavor listed,
+        # which is 'huge' below when its random id sorts first.
+        self.flavor_id = next(f['id'] for f in self.admin_api.get_flavors()
+                              if f['name'] == 'm1.tiny')
         for n, (cell, count) in enumerate(sorted(PER_CELL.items()), 1):
             for i in range(count):
                 api = self.other_api if i == 1 else self.admin_api
                 api.microversion = 'latest'
                 server = self._build_server(
                     name='srv-%s-%d' % ('abcab'[i], n), networks=network,
+                    flavor_id=self.flavor_id,
                     az='nova:host%d' % n if api is self.admin_api else None)
                 created = api.post_server({'server': server})
                 servers.append(self._wait_for_state_change(created,
@@ -163,6 +168,7 @@ class NovaApiListingTest(test.TestCase,
         self.admin_api.microversion = 'latest'
         hinted = self.admin_api.post_server({
             'server': self._build_server(name='srv-hints', networks=network,
+                                         flavor_id=self.flavor_id,
                                          az='nova:host1'),
             'os:scheduler_hints': {'cellsched_rack': 'r12',
                                    'cellsched_list': ['b', 'a']}})
@@ -170,6 +176,7 @@ class NovaApiListingTest(test.TestCase,
             {'name': 'grp', 'policy': 'soft-affinity'})
         grouped = self.admin_api.post_server({
             'server': self._build_server(name='srv-group', networks=network,
+                                         flavor_id=self.flavor_id,
                                          az='nova:host3'),
             'os:scheduler_hints': {'group': group['id']}})
         servers = [self._wait_for_state_change(s, 'ACTIVE')
