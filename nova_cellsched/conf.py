@@ -547,6 +547,34 @@ Related options:
 * ``[cellsched] api_view_request_specs``
 """),
     cfg.BoolOpt(
+        'api_view_faults',
+        default=True,
+        mutable=True,
+        help="""
+Read the faults of a served server list from each server's own cell.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines, and on lists its lister served. After the
+listing nova-api reads the latest fault of every listed server (shown
+for servers in ERROR): nova asks every cell, cell0 included, for the
+faults of all the listed servers. With this option only the cells of
+the listed servers are asked, each for its own servers, with nova's
+own query and objects; the response is the same.
+
+Read on every request (mutable): set it to False and send nova-api a
+SIGHUP to go back to nova's lookup.
+
+Possible values:
+
+* True (default): each cell is asked for its own servers' faults.
+* False: nova's lookup, as without the filter.
+
+Related options:
+
+* ``[cellsched] api_lister``: the lists this applies to.
+* ``[cellsched] api_view_bdms``
+"""),
+    cfg.BoolOpt(
         'api_view_request_specs',
         default=True,
         mutable=True,

@@ -164,6 +164,15 @@ RELIED_ON: tuple[tuple[str, str, str], ...] = (
     ('nova.objects.request_spec', 'RequestSpec',
      'VERSION and the availability_zone and scheduler_hints fields'),
     ('nova.db.api.models', 'RequestSpec', 'id, instance_uuid, spec'),
+    ('nova.objects.instance', 'InstanceList.fill_faults',
+     'replaced: view.fill_faults is its copy but for the cells asked'),
+    ('nova.objects.instance_fault',
+     'InstanceFaultList.get_latest_by_instance_uuids',
+     "a cell's latest fault per server, whatever else is asked"),
+    ('nova.db.main.api', 'instance_fault_get_by_instance_uuids',
+     'the latest fault of each server, server by server'),
+    ('nova.context', 'scatter_gather_all_cells',
+     'every cell, with CELL_TIMEOUT'),
 )
 
 #: nova release -> {``module.attribute``: SHA-256 of its source}: the
@@ -289,6 +298,14 @@ TESTED_NOVA: dict[str, dict[str, str]] = {
             'f3fccdbf886074252386ea12edd0744de343b3892b8a39acfbb710cecaad9b34',
         'nova.db.api.models.RequestSpec':
             '8a0f14fcca70963832e09711c0d9fa06d9539d6180896379d7072e18c42d038d',
+        'nova.objects.instance.InstanceList.fill_faults':
+            'cb6597916a6352244cb3ae387c4a9f38993bb78549da695207a2252e99b36a04',
+        'nova.objects.instance_fault.InstanceFaultList.get_latest_by_instance_uuids':
+            'fb5f2be6cf4d9aa0bd8c58cc366bac258a0263de41d5cf2a1837a1d07936666f',
+        'nova.db.main.api.instance_fault_get_by_instance_uuids':
+            '2f8a830d352dd57435499b5aafc32b51e6ff41afcfe08a4a919db21fb37a6ec2',
+        'nova.context.scatter_gather_all_cells':
+            '018012d601be01fe39a908718e5f0b25ef05b7ecf8015abcfc0a9486f023e24d',
     },
 }
 

@@ -10,11 +10,21 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The server-list view's lookups, read for what the view shows.
+"""The server-list's lookups after the listing, read for what is shown.
 
-After the listing, nova's view builder
-(``nova.api.openstack.compute.views.servers.ViewBuilder``) reads two
-more things per request, and builds whole objects for both:
+After the listing, nova-api reads three more things per request:
+
+* the latest fault of every listed server (``InstanceList.fill_faults``,
+  called by ``ServersController._get_servers``): nova asks *every* cell
+  (cell0 included) for the faults of *all* the listed servers. With
+  ``[cellsched] api_view_faults`` each listed server's own cell is asked
+  for its servers' faults only, with nova's own
+  ``InstanceFaultList.get_latest_by_instance_uuids``, so the objects are
+  nova's;
+
+and nova's view builder
+(``nova.api.openstack.compute.views.servers.ViewBuilder``) two, building
+whole objects for both:
 
 * ``/servers/detail`` (every microversion) shows each server's attached
   volumes. nova looks up the InstanceMapping of every listed server in
@@ -37,7 +47,7 @@ more things per request, and builds whole objects for both:
   would look up and may drop from the hints, a missing field) is built
   by nova's ``RequestSpec._from_db_object``, as before.
 
-Both apply only to a list this process's lister served in the same
+All three apply only to a list this process's lister served in the same
 request (:func:`.instance_list.listed_cells`), and only where
 :mod:`.fingerprint` found nova's code the code this was built for (the
 view functions, the queries and the objects named there). What they
@@ -68,14 +78,14 @@ LOG = logging.getLogger(__name__)
 class Used:
     """How many lookups each way answered, in this process.
 
-    ``bdms``: block device lookups read per cell here; ``request_specs``:
+    ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
     specs read from their JSON here; ``request_specs_nova``: specs built
     by nova's ``_from_db_object`` within a lookup of ours.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._counts = {'bdms': 0, 'request_specs': 0,
+        self._counts = {'bdms': 0, 'faults': 0, 'request_specs': 0,
                         'request_specs_nova': 0}
 
     def count(self, what: str, n: int = 1) -> None:
@@ -90,13 +100,18 @@ class Used:
 USED = Used()
 
 
-def _options() -> tuple[bool, bool]:
-    """(``api_view_bdms``, ``api_view_request_specs``), read per request."""
+def _options() -> tuple[bool, bool, bool]:
+    """The three ``api_view_*`` options, read per request.
+
+    :returns: (``api_view_bdms``, ``api_view_request_specs``,
+        ``api_view_faults``).
+    """
     import nova.conf
 
     from nova_cellsched import conf as conf_mod
     group = nova.conf.CONF[conf_mod.GROUP_NAME]
-    return group.api_view_bdms, group.api_view_request_specs
+    return (group.api_view_bdms, group.api_view_request_specs,
+            group.api_view_faults)
 
 
 def _listed(context: Any, uuids: Iterable[str]) -> dict[str, Any] | None:
@@ -141,6 +156,79 @@ class _PerCell:
     def bdms(cls, cctxt: Any, by_cell: dict[str, list[str]]
              ) -> dict[str, list[dict[str, Any]]]:
         return _bdms_in_cell(cctxt, by_cell)
+
+    @classmethod
+    def faults(cls, cctxt: Any, by_cell: dict[str, list[str]]) -> Any:
+        """nova's latest faults of this cell's listed servers."""
+        from nova import objects
+        return objects.InstanceFaultList.get_latest_by_instance_uuids(
+            cctxt, by_cell.get(cctxt.cell_uuid, []))
+
+
+def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
+             ) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """({cell uuid: CellMapping}, {cell uuid: [server uuid]})."""
+    mappings: dict[str, Any] = {}
+    by_cell: dict[str, list[str]] = {}
+    for uuid in uuids:
+        cell = cells[uuid]
+        mappings.setdefault(cell.uuid, cell)
+        by_cell.setdefault(cell.uuid, []).append(uuid)
+    return mappings, by_cell
+
+
+# Faults -------------------------------------------------------------------
+
+def fill_faults(self: Any) -> Any:
+    """nova's ``InstanceList.fill_faults``, each server's own cell asked.
+
+    For a list this request's listing served: only the cells of the
+    listed servers are asked, each for its own servers' latest faults,
+    through ``nova.context.scatter_gather_cells`` with nova's
+    ``CELL_TIMEOUT`` (a cell the listing gave up on is not asked again);
+    a cell that fails or does not answer is logged as nova logs it and
+    its servers get no fault, as in nova. Otherwise nova's method.
+
+    :returns: the uuids of the servers a fault was found for, as nova's.
+    """
+    from nova import context as nova_context
+
+    uuids = [inst.uuid for inst in self]
+    cells = (_listed(self._context, uuids) if _options()[2] and uuids
+             else None)
+    if cells is None:
+        return ORIGINAL_FILL_FAULTS[0](self)
+    USED.count('faults')
+    mappings, by_cell = _by_cell(cells, uuids)
+    results = nova_context.scatter_gather_cells(
+        self._context, mappings.values(), nova_context.CELL_TIMEOUT,
+        _PerCell.faults, by_cell)
+    # From here on nova's fill_faults, line for line.
+    faults_by_uuid = {}
+    for cell_uuid, faults in results.items():
+        if faults is nova_context.did_not_respond_sentinel:
+            LOG.warning('Cell %s did not respond when getting faults',
+                        cell_uuid)
+        elif isinstance(faults, Exception):
+            LOG.warning('Failed to get faults for cell %s', cell_uuid)
+        else:
+            for fault in faults:
+                faults_by_uuid[fault.instance_uuid] = fault
+
+    for instance in self:
+        if instance.uuid in faults_by_uuid:
+            instance.fault = faults_by_uuid[instance.uuid]
+        else:
+            # NOTE(danms): Otherwise the caller will cause a lazy-load
+            # when checking it, and we know there are none
+            instance.fault = None
+        instance.obj_reset_changes(['fault'])
+
+    return faults_by_uuid.keys()
+
+
+#: nova's ``InstanceList.fill_faults``, while ours is installed.
+ORIGINAL_FILL_FAULTS: list[Callable[..., Any]] = []
 
 
 def _bdms_in_cell(cctxt: Any, by_cell: dict[str, list[str]]
@@ -192,12 +280,7 @@ def get_instance_bdms_in_multiple_cells(ctxt: Any, instance_uuids: list[str]
         nova_lookup = ORIGINAL['_get_instance_bdms_in_multiple_cells']
         answer: dict[str, Any] = nova_lookup(ctxt, instance_uuids)
         return answer
-    mappings: dict[str, Any] = {}
-    by_cell: dict[str, list[str]] = {}
-    for uuid in instance_uuids:
-        cell = cells[uuid]
-        mappings.setdefault(cell.uuid, cell)
-        by_cell.setdefault(cell.uuid, []).append(uuid)
+    mappings, by_cell = _by_cell(cells, instance_uuids)
     USED.count('bdms')
     bdms: dict[str, Any] = {}
     results = nova_context.scatter_gather_cells(
@@ -396,6 +479,7 @@ def install() -> bool:
     view functions replaced here.
     """
     from nova.api.openstack.compute.views import servers as views
+    from nova.objects import instance as instance_obj
 
     with _LOCK:
         if ORIGINAL:
@@ -407,17 +491,24 @@ def install() -> bool:
                               if isinstance(original, staticmethod)
                               else original)
             setattr(builder, name, replacement)
+        ORIGINAL_FILL_FAULTS[:] = [instance_obj.InstanceList.fill_faults]
+        instance_obj.InstanceList.fill_faults = fill_faults
         return True
 
 
 def uninstall() -> bool:
     """Give nova's ViewBuilder its own functions back; True if this did."""
     from nova.api.openstack.compute.views import servers as views
+    from nova.objects import instance as instance_obj
 
     with _LOCK:
         if not ORIGINAL:
             return False
         builder = views.ViewBuilder
+        if instance_obj.InstanceList.__dict__.get('fill_faults') is (
+                fill_faults):
+            instance_obj.InstanceList.fill_faults = ORIGINAL_FILL_FAULTS[0]
+        ORIGINAL_FILL_FAULTS.clear()
         for name, original in ORIGINAL.items():
             if builder.__dict__.get(name) is REPLACEMENTS[name]:
                 setattr(builder, name,

@@ -247,7 +247,8 @@ class ViewLookupsTestMixin:
             by_nova = sum(1 for shape in written.values()
                           if shape in ('group', 'gone group', 'older'))
             self.assertEqual(  # type: ignore[attr-defined]
-                {'bdms': 0, 'request_specs': len(written) - by_nova,
+                {'bdms': 0, 'faults': 0,
+                 'request_specs': len(written) - by_nova,
                  'request_specs_nova': by_nova}, used)
         # The gone group's hint is dropped, as nova drops it.
         gone = [u for u, shape in written.items() if shape == 'gone group']

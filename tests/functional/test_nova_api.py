@@ -413,10 +413,11 @@ class NovaApiListingTest(test.TestCase,
             self.assertEqual(nova.content, ours.content)
 
     def test_view_lookups_read_lean_and_answer_the_same(self):
-        """Volumes and request specs read by us, the bodies nova's.
+        """Faults, volumes and request specs read by us, bodies nova's.
 
-        With ``api_view_bdms`` and ``api_view_request_specs`` on, a
-        served detail list reads the volumes per cell (two on one
+        With the ``api_view_*`` options on, a served detail list reads
+        the faults (cell0's server has one) and the volumes per cell
+        (two on one
         server, in nova's order) and, from 2.96, the zones and hints
         from the specs' JSON; the spec of a server whose group was
         deleted is built by nova (which drops the group hint). Off:
@@ -425,7 +426,7 @@ class NovaApiListingTest(test.TestCase,
         from nova_cellsched.api import view
         for lean in (True, False):
             self.flags(api_view_bdms=lean, api_view_request_specs=lean,
-                       group='cellsched')
+                       api_view_faults=lean, group='cellsched')
             for version in ('2.1', '2.69', '2.96', '2.100', 'latest'):
                 before = view.USED.snapshot()
                 body = self.assertSameAnswer(
@@ -436,7 +437,7 @@ class NovaApiListingTest(test.TestCase,
                 # every server has a spec, srv-group's is nova's.
                 specs = lean and version in ('2.96', '2.100', 'latest')
                 self.assertEqual(
-                    {'bdms': int(lean),
+                    {'bdms': int(lean), 'faults': int(lean),
                      'request_specs': (len(self.servers) - 1) * specs,
                      'request_specs_nova': int(specs)},
                     used, version)
