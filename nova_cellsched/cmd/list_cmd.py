@@ -420,7 +420,8 @@ class Demo(CellschedCommandMixin, lister.Lister):
                                  'where the time went). For trying it out '
                                  'only: no authentication, anyone who can '
                                  'reach the port is an admin. nova-api\'s '
-                                 'log goes to nova-api.log in --dir.')
+                                 'log: nova-api.log, next to the demo\'s '
+                                 'nova.conf.')
         parser.add_argument('--port', type=int, default=None,
                             help='With --api: the port on 127.0.0.1 '
                                  '(default: a free one).')
