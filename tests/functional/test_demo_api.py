@@ -62,6 +62,8 @@ class Demo:
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)
         self.lines: list[str] = []
+        #: (pid, temp dir) of its uwsgi master, once known.
+        self.uwsgi: tuple[int, str] | None = None
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -111,9 +113,26 @@ class Demo:
         return line
 
     def kill(self) -> None:
+        """Stop it however the test ended, leaving no uwsgi behind.
+
+        SIGTERM first: the demo then stops uwsgi (in a session of its
+        own, which a SIGKILL of the demo would leave running); SIGKILL
+        the demo's group and uwsgi's session only if that fails.
+        """
         if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(STOP_BOUND)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        if self.uwsgi is not None:
+            pid, temp_dir = self.uwsgi
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            shutil.rmtree(temp_dir, True)
 
 
 def session_processes(sid: int) -> list[str]:
@@ -146,8 +165,8 @@ class DemoApiTest(testtools.TestCase):
         self.addCleanup(lambda: self.addDetail(
             'demo-output', testtools.content.text_content(demo.output())))
         demo.wait_for('Ctrl-C stops nova-api.', READY_TIMEOUT)
-        uwsgi = self.uwsgi_master(demo)
-        return demo, uwsgi
+        demo.uwsgi = self.uwsgi_master(demo)
+        return demo, demo.uwsgi
 
     def uwsgi_master(self, demo):
         """(pid, temp dir) of the demo's uwsgi master, its child."""
