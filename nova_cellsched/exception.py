@@ -23,6 +23,7 @@ message says what was expected, what was got and how to fix it::
      +-- PlacementUnreachable    the placement API did not answer
      +-- CellsFailed             a listing that may not skip down cells
                                  lost one or more cells
+     +-- CannotServeApi          demo --api: no uwsgi (or nova's paste)
 
 ``exit_code`` is the ``nova-cellsched`` exit status for the error (see
 :mod:`nova_cellsched.cmd.cellsched`).
@@ -140,3 +141,17 @@ class PlacementUnreachable(CellschedError):
             'options (auth_url, credentials, region_name, valid_interfaces) '
             'in the nova.conf given with --config-file and that placement '
             'is running' % (type(cause).__name__, reason))
+
+
+class CannotServeApi(CellschedError):
+    """``demo --api`` cannot serve nova-api here (no uwsgi, no nova file).
+
+    :ivar problem: one line saying what is missing and how to install it.
+    """
+
+    exit_code = 2
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__('cannot serve nova-api: %s'
+                         % ' '.join(problem.split()))

@@ -22,7 +22,10 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,6 +44,9 @@ LONG_TABLE_FIELDS = ('uuid', 'display_name', 'status', 'task_state',
                      'power_state', 'addresses', 'image_ref', 'flavor_name',
                      'availability_zone', 'host', 'cell_name', 'project_id',
                      'created_at')
+#: uwsgi worker processes of ``demo --api`` (devstack's API_WORKERS is
+#: the number of CPUs; two show the workers sharing the load).
+API_PROCESSES = 2
 #: Names ``demo --prefix`` accepts: they become database names.
 PREFIX_PATTERN = re.compile(r'^[a-z][a-z0-9_]{0,39}$')
 
@@ -163,22 +169,57 @@ def write_json(path: str, data: Any, option: str = 'file') -> None:
             % (exc.strerror or exc)) from exc
 
 
-def pastable_command() -> str:
-    """How the user can run ``nova-cellsched`` from their shell.
+def pastable_command(name: str = 'nova-cellsched') -> str:
+    """How the user can run *name*, a script of this venv, from a shell.
 
-    ``tools/venv nova-cellsched`` from a checkout whose venv this is, else
-    the console script's full path (its venv need not be active).
+    ``tools/venv NAME`` from a checkout whose venv this is, else the
+    script's full path (its venv need not be active); for
+    ``nova-cellsched`` without its script, ``python -m``; else the bare
+    *name* (found on the user's PATH, if at all).
     """
     prefix = os.path.realpath(sys.prefix)
     here = os.path.realpath(os.getcwd())
     if (os.path.exists(os.path.join(here, 'tools', 'venv'))
             and prefix == os.path.join(here, '.venv')):
-        return 'tools/venv nova-cellsched'
-    script = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
+        return 'tools/venv %s' % name
+    script = os.path.join(os.path.dirname(sys.executable), name)
     if os.path.exists(script):
         return shlex.quote(script)
-    return '%s -m nova_cellsched.cmd.cellsched' % shlex.quote(
-        sys.executable)
+    if name == 'nova-cellsched':
+        return '%s -m nova_cellsched.cmd.cellsched' % shlex.quote(
+            sys.executable)
+    return name
+
+
+def api_commands(url: str, openstack: str, token: str) -> tuple[str, str]:
+    """The ``curl`` and ``openstack`` command lines for nova-api at *url*.
+
+    *url* is the compute endpoint (``http://127.0.0.1:PORT/v2.1``),
+    *openstack* how to run python-openstackclient (see
+    :func:`pastable_command`), *token* the noauth stand-in's. Both list
+    five servers of every project, and run as printed from a POSIX shell
+    (or split with :func:`shlex.split` and run as they are).
+
+    keystoneauth's ``admin_token`` plugin takes its ``--os-endpoint`` for
+    every service, but ``openstack server list`` first wants an identity
+    client of version 3 (it calls it only for ``--project``), and a
+    ``/v2.1`` endpoint makes that version 2: ``--os-endpoint`` names an
+    identity v3 path on the same server, never called, and the compute
+    endpoint is an override, which openstackclient reads only from the
+    environment (``OS_COMPUTE_ENDPOINT_OVERRIDE``: no option for it),
+    hence ``env``.
+    """
+    base = url.rsplit('/', 1)[0]
+    curl = ('curl -i -H %s -H %s %s' % (
+        shlex.quote('X-Auth-Token: %s' % token),
+        shlex.quote('OpenStack-API-Version: compute latest'),
+        shlex.quote(url + '/servers/detail?all_tenants=1&limit=5')))
+    openstack_line = (
+        'env OS_COMPUTE_ENDPOINT_OVERRIDE=%s %s --os-auth-type admin_token '
+        '--os-token %s --os-endpoint %s server list --all-projects '
+        '--limit 5' % (shlex.quote(url), openstack, shlex.quote(token),
+                       shlex.quote(base + '/identity/v3')))
+    return curl, openstack_line
 
 
 class ListInstances(CellschedCommandMixin, lister.Lister):
@@ -328,6 +369,11 @@ class Demo(CellschedCommandMixin, lister.Lister):
     --connection takes a database server URL such as
     mysql+pymysql://root@127.0.0.1/. --clean drops the databases a demo
     made instead.
+
+    With --api, then serves nova-api itself on the demo world: nova 34's
+    WSGI application under uwsgi on 127.0.0.1, with the cellsched filter
+    in its pipeline, until Ctrl-C (or SIGTERM). For trying it out only:
+    it authenticates nobody.
     """
 
     needs_config = False
@@ -362,7 +408,56 @@ class Demo(CellschedCommandMixin, lister.Lister):
                                  'asking.')
         parser.add_argument('--yes', action='store_true',
                             help='With --clean: do not ask.')
+        parser.add_argument('--api', action='store_true',
+                            help='Then serve nova-api on the demo world '
+                                 'until Ctrl-C: nova\'s own WSGI '
+                                 'application under uwsgi (installed in '
+                                 'the venv by tools/venv) on 127.0.0.1, '
+                                 'with the cellsched filter in its '
+                                 'pipeline, and print a curl and an '
+                                 'openstack command to try against it '
+                                 '(the response header Server-Timing says '
+                                 'where the time went). For trying it out '
+                                 'only: no authentication, anyone who can '
+                                 'reach the port is an admin. nova-api\'s '
+                                 'log: nova-api.log, next to the demo\'s '
+                                 'nova.conf.')
+        parser.add_argument('--port', type=int, default=None,
+                            help='With --api: the port on 127.0.0.1 '
+                                 '(default: a free one).')
+        parser.add_argument('--processes', type=int, default=None,
+                            metavar='N',
+                            help='With --api: uwsgi worker processes '
+                                 '(default %d).' % API_PROCESSES)
         return parser
+
+    def _check_api_options(self, parsed_args: argparse.Namespace) -> None:
+        """Refuse --port/--processes without --api, bad values, no uwsgi.
+
+        Before anything is built: a missing uwsgi is one line, exit 2.
+        """
+        from nova_cellsched.demo import api as demo_api
+
+        if not parsed_args.api:
+            for name in ('port', 'processes'):
+                if getattr(parsed_args, name) is not None:
+                    raise exception.InvalidListRequest(
+                        name, getattr(parsed_args, name),
+                        'it only with --api (which serves nova-api)')
+            return
+        if parsed_args.clean:
+            raise exception.InvalidListRequest(
+                'api', '--clean', '--api or --clean, not both')
+        if parsed_args.port is not None and not (
+                0 < parsed_args.port < 65536):
+            raise exception.InvalidListRequest('port', parsed_args.port,
+                                               'a TCP port, 1 to 65535')
+        if parsed_args.processes is not None and parsed_args.processes < 1:
+            raise exception.InvalidListRequest(
+                'processes', parsed_args.processes, 'a positive integer')
+        problem = demo_api.uwsgi_missing()
+        if problem:
+            raise exception.CannotServeApi(problem)
 
     def _clean(self, parsed_args: argparse.Namespace, prefix: str
                ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
@@ -401,6 +496,7 @@ class Demo(CellschedCommandMixin, lister.Lister):
             raise exception.InvalidListRequest(
                 'prefix', prefix, 'a database name prefix: a lowercase '
                 'letter, then lowercase letters, digits or _ (at most 40)')
+        self._check_api_options(parsed_args)
         if parsed_args.clean:
             return self._clean(parsed_args, prefix)
         if parsed_args.cells < 1 or parsed_args.instances < 1:
@@ -456,5 +552,102 @@ class Demo(CellschedCommandMixin, lister.Lister):
             '  %s --config-file %s explain --project %s\n' % (
                 trace, stats, prog, conf, prog, conf, prog, conf, prog,
                 conf, prog, conf, prog, conf, world.projects[0]))
+        self._world = world
         rows = [(name, cells.mask_url(url)) for name, url in world.cells]
         return ('Cell', 'Database'), rows
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        """Build and list; with --api, then serve until Ctrl-C/SIGTERM."""
+        self._world: Any = None
+        code = super().run(parsed_args)
+        if code or not parsed_args.api or self._world is None:
+            return code
+        self.app.stdout.flush()
+        return serve_api(self._world, self.app.stderr,
+                         port=parsed_args.port,
+                         processes=parsed_args.processes or API_PROCESSES)
+
+
+def serve_api(world: Any, out: Any, port: int | None = None,
+              processes: int = 2) -> int:
+    """Serve nova-api with the cellsched filter on *world* until a signal.
+
+    Starts the neutron stand-in and nova-api under uwsgi
+    (:mod:`nova_cellsched.demo.api`), writes to *out* where it serves
+    and a ``curl`` and an ``openstack`` command that work as printed,
+    then waits for SIGINT (Ctrl-C) or SIGTERM. Whatever happens, uwsgi
+    (all of its processes) and the stand-in are stopped and the temp dir
+    of nova-api's files is removed before it returns; *world*'s
+    directory stays, with ``nova-api.log`` in it.
+
+    :returns: the exit code: 0 when stopped by a signal, 1 when nova-api
+        did not start or uwsgi exited by itself (the log says why).
+    """
+    from nova_cellsched.demo import api as demo_api
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    previous = {number: signal.signal(number, on_signal)
+                for number in (signal.SIGINT, signal.SIGTERM)}
+    log = os.path.join(world.directory, 'nova-api.log')
+    neutron = demo_api.NeutronStandIn()
+    # nova-api's own [database]: a cell's (nova reads its scheme).
+    server = demo_api.UwsgiNovaApi(
+        world.api_url, world.cells[1][1], '', processes=processes,
+        port=port, log=log, nova_conf={'DEFAULT': {'debug': 'false'}})
+    try:
+        neutron.start()
+        server.neutron_url = neutron.url
+        out.write('\nStarting nova-api (nova.wsgi.osapi_compute under '
+                  'uwsgi, %d worker%s) with the cellsched filter, on the '
+                  'demo world ...\n' % (processes,
+                                         '' if processes == 1 else 's'))
+        out.flush()
+        start = time.monotonic()
+        try:
+            server.launch(stop.is_set)
+        except demo_api.Interrupted:
+            out.write('Stopped before nova-api was ready.\n')
+            return 0
+        except (demo_api.UwsgiError, OSError, ValueError) as exc:
+            out.write('nova-cellsched: error: nova-api did not start: %s\n'
+                      'Its log: %s\n' % (_first_line(exc), log))
+            return 1
+        curl, openstack = api_commands(server.url,
+                                       pastable_command('openstack'),
+                                       demo_api.TOKEN)
+        out.write(
+            'nova-api serves %s (ready in %.1f s); its log: %s\n'
+            'For trying it out only: no authentication, anyone who can '
+            'reach the port is an admin (X-Auth-Token: user:project).\n\n'
+            'Try, from another terminal (Server-Timing: where the time of '
+            'the list went):\n  %s\n  %s\n\nCtrl-C stops nova-api.\n' % (
+                server.url, time.monotonic() - start, log, curl,
+                openstack))
+        out.flush()
+        while not stop.wait(0.5):
+            if server.process is not None and (
+                    server.process.poll() is not None):
+                out.write('nova-cellsched: error: uwsgi exited by itself '
+                          '(status %s); its log: %s\n'
+                          % (server.process.returncode, log))
+                return 1
+        out.write('Stopping nova-api ...\n')
+        out.flush()
+        return 0
+    finally:
+        server.shutdown()
+        neutron.stop()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        if stop.is_set():
+            out.write('Stopped.\n')
+            out.flush()
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of *exc*'s message (uwsgi's log tail follows it)."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

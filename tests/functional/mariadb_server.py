@@ -32,10 +32,8 @@ import atexit
 from collections.abc import Sequence
 import dataclasses
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -53,6 +51,7 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched import cells as cells_mod
+from nova_cellsched.demo import api as demo_api
 from nova_cellsched.demo import seed
 from nova_cellsched.listing import query as instance_query
 
@@ -83,34 +82,9 @@ def unavailable() -> str | None:
     return None
 
 
-def _ephemeral_range() -> tuple[int, int]:
-    try:
-        with open('/proc/sys/net/ipv4/ip_local_port_range') as handle:
-            low, high = handle.read().split()
-            return int(low), int(high)
-    except (OSError, ValueError):
-        return 32768, 60999
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing uses right now.
-
-    Picked below the kernel's ephemeral range, so that while a server is
-    killed no client connection can take its port and it restarts on it.
-    """
-    low, _high = _ephemeral_range()
-    rng = random.SystemRandom()
-    for _ in range(200):
-        port = rng.randrange(max(1024, low - 12000), low)
-        with socket.socket() as sock:
-            try:
-                sock.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-            return port
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return int(sock.getsockname()[1])
+#: A TCP port on 127.0.0.1 that nothing uses right now, below the
+#: kernel's ephemeral range (so a killed server can restart on it).
+free_port = demo_api.free_port
 
 
 class ServerError(Exception):

@@ -12,10 +12,7 @@
 
 """nova-api with the cellsched filter in its paste pipeline, for tests."""
 
-import configparser
 import logging
-import os
-import sys
 
 import fixtures
 from nova.tests.fixtures import conf as nova_conf_fixture
@@ -24,42 +21,14 @@ import testtools.content
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import selftest
 from nova_cellsched.api import validation
+from nova_cellsched.demo import api as demo_api
 
 #: nova's api-paste.ini as installed with nova.
-NOVA_API_PASTE = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
-FILTER = 'cellsched'
-APP = 'osapi_compute_app_v21'
-
-
-def paste_with_filter(directory: str, source: str = NOVA_API_PASTE) -> str:
-    """nova's api-paste.ini with ``cellsched`` before the app, in *directory*.
-
-    As the README tells operators: a ``[filter:cellsched]`` section and
-    the filter inserted just before ``osapi_compute_app_v21`` in every
-    pipeline that ends with it. Returns the path of the file written;
-    removing *directory* is the caller's business.
-    """
-    parser = configparser.RawConfigParser()
-    parser.optionxform = str  # keep the case of keys such as "/v2.1/+"
-    with open(source) as f:
-        parser.read_file(f)
-    changed = 0
-    for section in parser.sections():
-        for key, value in parser.items(section):
-            words = value.split()
-            if key in ('keystone', 'pipeline', 'noauth2') and (
-                    words and words[-1] == APP and FILTER not in words):
-                parser.set(section, key,
-                           ' '.join(words[:-1] + [FILTER, APP]))
-                changed += 1
-    assert changed >= 2, 'no pipeline ends with %s in %s' % (APP, source)
-    parser.add_section('filter:' + FILTER)
-    parser.set('filter:' + FILTER, 'paste.filter_factory',
-               'nova_cellsched.api:filter_factory')
-    path = os.path.join(directory, 'api-paste.ini')
-    with open(path, 'w') as f:
-        parser.write(f)
-    return path
+NOVA_API_PASTE = demo_api.NOVA_API_PASTE
+FILTER = demo_api.FILTER
+APP = demo_api.APP
+#: nova's api-paste.ini with ``cellsched`` before the app, in a directory.
+paste_with_filter = demo_api.paste_with_filter
 
 
 _SELF_TEST_RUN = selftest.run

@@ -156,6 +156,14 @@ class ReadmeTest(base.BaseTestCase):
             self.assertTrue(link.startswith('doc/source/'), link)
             self.assertTrue(os.path.isfile(os.path.join(TOP, link)), link)
 
+    def test_quick_start_mentions_the_api_demo_as_it_runs(self):
+        """The prose names ``demo --api``; the guide shows how it runs."""
+        quick = flat(self.text.split('Quick start\n===========\n')[1]
+                     .split('\nThe parts\n')[0])
+        self.assertIn('``tools/venv nova-cellsched demo --api``', quick)
+        self.assertIn('tools/venv nova-cellsched demo --api',
+                      command_lines(read_guide('admin/nova-api')))
+
     def test_install_is_from_a_checkout(self):
         """Nothing is released: no page says to install it from PyPI."""
         for text in all_texts():
@@ -272,6 +280,17 @@ class GuideTest(base.BaseTestCase):
             ['nova 34.0.1 is not a release this was tested with '
              '(tested: %s)' % tested])), error)
 
+    def test_try_it_commands_are_the_ones_the_demo_prints(self):
+        """The curl and openstack lines of "Try it", as demo --api prints."""
+        from nova_cellsched.cmd import list_cmd
+
+        lines = [line.strip()
+                 for line in read_guide('admin/nova-api').splitlines()]
+        url = re.search(r'nova-api serves (\S+) ', '\n'.join(lines)).group(1)
+        for command in list_cmd.api_commands(url, 'tools/venv openstack',
+                                             'admin:admin'):
+            self.assertIn(command, lines)
+
     def test_prefilter_log_line_is_the_codes(self):
         """The registration line the scheduling guide quotes, as logged."""
         from nova_cellsched.scheduler import request_filter
@@ -319,10 +338,13 @@ class ReadmeCommandsTest(base.BaseTestCase):
         the cells, then stop on the missing ``[placement]`` credentials
         (exit 2, one line), which shows its arguments were accepted.
         """
+        # "demo --api" serves until Ctrl-C: tests/functional/
+        # test_demo_api.py runs it, and the commands it prints.
         commands = sorted({c for text in all_texts()
                            for c in command_lines(text)
                            if c.startswith('nova-cellsched') and
-                           '[' not in c and '<' not in c})
+                           '[' not in c and '<' not in c and
+                           '--api ' not in c + ' '})
         self.assertGreaterEqual(len(commands), 7)
         script = os.path.join(os.path.dirname(sys.executable),
                               'nova-cellsched')

@@ -16,7 +16,9 @@ commands.
 """
 
 import os
+import shlex
 import sys
+from unittest import mock
 
 import fixtures
 from oslotest import base
@@ -85,3 +87,67 @@ class PastableCommandTestCase(base.BaseTestCase):
         self.assertTrue(command.startswith(os.path.dirname(sys.executable)),
                         command)
         self.assertNotEqual('nova-cellsched', command.split()[0])
+
+    def test_openstack_from_the_venv_or_the_checkout(self):
+        self.useFixture(fixtures.MonkeyPatch('sys.prefix', '/elsewhere'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.executable', os.path.join(self.top, 'bin', 'python')))
+        self.assertEqual('openstack', list_cmd.pastable_command('openstack'))
+        self.useFixture(fixtures.MonkeyPatch(
+            'sys.prefix', os.path.join(self.top, '.venv')))
+        self.assertEqual('tools/venv openstack',
+                         list_cmd.pastable_command('openstack'))
+
+
+class ApiCommandsTestCase(base.BaseTestCase):
+    """The lines ``demo --api`` prints split into the intended argv."""
+
+    def test_curl_and_openstack_split_as_meant(self):
+        url = 'http://127.0.0.1:8774/v2.1'
+        curl, openstack = list_cmd.api_commands(url, 'tools/venv openstack',
+                                                'admin:admin')
+        self.assertEqual(
+            ['curl', '-i', '-H', 'X-Auth-Token: admin:admin', '-H',
+             'OpenStack-API-Version: compute latest',
+             url + '/servers/detail?all_tenants=1&limit=5'],
+            shlex.split(curl))
+        self.assertEqual(
+            ['env', 'OS_COMPUTE_ENDPOINT_OVERRIDE=' + url, 'tools/venv',
+             'openstack', '--os-auth-type', 'admin_token', '--os-token',
+             'admin:admin', '--os-endpoint',
+             'http://127.0.0.1:8774/identity/v3', 'server', 'list',
+             '--all-projects', '--limit', '5'], shlex.split(openstack))
+
+
+class DemoApiOptionsTestCase(base.BaseTestCase):
+    """``demo --api``'s options are refused before anything is built."""
+
+    def check(self, *argv):
+        command = list_cmd.Demo(mock.Mock(), mock.Mock())
+        parsed = command.get_parser('demo').parse_args(list(argv))
+        return command._check_api_options(parsed)
+
+    def test_port_and_processes_need_api(self):
+        for argv in (['--port', '8774'], ['--processes', '3']):
+            error = self.assertRaises(exception.InvalidListRequest,
+                                      self.check, *argv)
+            self.assertIn('only with --api', str(error))
+            self.assertEqual(2, error.exit_code)
+
+    def test_bad_values_and_clean(self):
+        for argv, text in ((['--port', '0'], 'a TCP port'),
+                           (['--processes', '0'], 'a positive integer'),
+                           (['--clean'], '--api or --clean')):
+            error = self.assertRaises(exception.InvalidListRequest,
+                                      self.check, '--api', *argv)
+            self.assertIn(text, str(error))
+
+    def test_no_uwsgi_is_one_line_exit_2(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.demo.api.UWSGI', '/nonexistent/bin/uwsgi'))
+        error = self.assertRaises(exception.CannotServeApi, self.check,
+                                  '--api')
+        self.assertEqual(2, error.exit_code)
+        self.assertEqual(1, len(str(error).splitlines()))
+        self.assertIn('/nonexistent/bin/uwsgi is not installed', str(error))
+        self.assertIn('uWSGI==2.0.31', str(error))

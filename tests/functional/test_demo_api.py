@@ -1,0 +1,237 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``nova-cellsched demo --api``: the commands it prints work as printed.
+
+The demo runs as a user runs it, in a process of its own (this
+checkout's code, ``python -m nova_cellsched.cmd.cellsched``), on a small
+SQLite world. The ``curl`` and ``openstack`` lines it prints are split
+as a shell splits them and run as they are; then the demo's process
+group gets SIGINT, as a terminal sends Ctrl-C (or SIGTERM), and it must
+exit 0 leaving no process of uwsgi's session and no temp dir behind.
+"""
+
+import json
+import os
+import queue
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import fixtures
+import testtools
+import testtools.content
+
+from nova_cellsched.demo import api as demo_api
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+#: Generous: the world is built, listed, and nova-api imported twice on
+#: a loaded 2-core machine.
+READY_TIMEOUT = 600
+#: uwsgi stops its workers gracefully (seconds each, here); a bound, not
+#: a measurement.
+STOP_BOUND = 60
+UUID = re.compile(r'\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
+                  r'[0-9a-f]{12}\b')
+
+
+class Demo:
+    """One ``nova-cellsched demo --api`` process and its output lines."""
+
+    def __init__(self, cwd: str, *args: str) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in [TOP, os.environ.get('PYTHONPATH', '')] if p))
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'nova_cellsched.cmd.cellsched', 'demo',
+             '--api', *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        self.lines: list[str] = []
+        #: (pid, temp dir) of its uwsgi master, once known.
+        self.uwsgi: tuple[int, str] | None = None
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._queue.put(line.rstrip('\n'))
+        self._queue.put(None)
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        """Collect output lines until one contains *text*."""
+        deadline = time.monotonic() + timeout
+        while not any(text in line for line in self.lines):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError('no %r in %.0f s:\n%s' % (
+                    text, timeout, self.output()))
+            try:
+                line = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError('the demo exited (%s) before %r:\n%s'
+                                     % (self.process.wait(), text,
+                                        self.output()))
+            self.lines.append(line)
+
+    def finish(self, timeout: float) -> int:
+        """The exit code, once the process has exited and said all."""
+        code = self.process.wait(timeout)
+        self._reader.join(10)
+        while True:
+            line = self._queue.get_nowait() if not self._queue.empty() \
+                else None
+            if line is None:
+                return code
+            self.lines.append(line)
+
+    def output(self) -> str:
+        return '\n'.join(self.lines)
+
+    def command(self, first_word: str) -> str:
+        """The one printed command line whose first word is *first_word*."""
+        (line,) = [line.strip() for line in self.lines
+                   if line.strip().split(' ', 1)[0] == first_word]
+        return line
+
+    def kill(self) -> None:
+        """Stop it however the test ended, leaving no uwsgi behind.
+
+        SIGTERM first: the demo then stops uwsgi (in a session of its
+        own, which a SIGKILL of the demo would leave running); SIGKILL
+        the demo's group and uwsgi's session only if that fails.
+        """
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(STOP_BOUND)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        if self.uwsgi is not None:
+            pid, temp_dir = self.uwsgi
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            shutil.rmtree(temp_dir, True)
+
+
+def session_processes(sid: int) -> list[str]:
+    """``pid command`` of every process left in session *sid*."""
+    out = subprocess.run(['ps', '-o', 'pid=,cmd=', '-s', str(sid)],
+                         capture_output=True, text=True, check=False)
+    return out.stdout.splitlines()
+
+
+class DemoApiTest(testtools.TestCase):
+    """The demo's nova-api answers the printed commands, and stops."""
+
+    def setUp(self):
+        super().setUp()
+        problem = demo_api.uwsgi_missing()
+        if problem:
+            self.skipTest(problem)
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+        self.env = dict(os.environ)
+        # A user's shell may hold an openstack cloud; the printed
+        # command must not depend on it, nor this test on the runner's.
+        for name in list(self.env):
+            if name.startswith('OS_'):
+                del self.env[name]
+
+    def start(self):
+        demo = Demo(self.tmp, '--cells', '3', '--instances', '60',
+                    '--dir', os.path.join(self.tmp, 'world'))
+        self.addCleanup(demo.kill)
+        self.addCleanup(lambda: self.addDetail(
+            'demo-output', testtools.content.text_content(demo.output())))
+        demo.wait_for('Ctrl-C stops nova-api.', READY_TIMEOUT)
+        demo.uwsgi = self.uwsgi_master(demo)
+        return demo, demo.uwsgi
+
+    def uwsgi_master(self, demo):
+        """(pid, temp dir) of the demo's uwsgi master, its child."""
+        out = subprocess.run(['ps', '-o', 'pid=,args=', '--ppid',
+                              str(demo.process.pid)], capture_output=True,
+                             text=True, check=False)
+        masters = [line.split() for line in out.stdout.splitlines()
+                   if 'uwsgi' in line]
+        self.assertEqual(1, len(masters), out.stdout)
+        pid, *argv = masters[0]
+        ini = argv[argv.index('--ini') + 1]
+        return int(pid), os.path.dirname(ini)
+
+    def run_printed(self, line):
+        """*line* split as a shell splits it, run as it is."""
+        return subprocess.run(shlex.split(line), cwd=self.tmp,
+                              env=self.env, capture_output=True, text=True,
+                              timeout=300)
+
+    def assertStopsCleanly(self, demo, uwsgi, signum):
+        pid, temp_dir = uwsgi
+        self.assertTrue(os.path.isdir(temp_dir))
+        # As a terminal sends Ctrl-C: to the foreground process group
+        # (uwsgi runs in a session of its own, and gets SIGTERM from the
+        # demo).
+        os.killpg(demo.process.pid, signum)
+        code = demo.finish(STOP_BOUND)
+        self.assertEqual(0, code, demo.output())
+        self.assertIn('Stopped.', demo.lines[-1])
+        self.assertEqual([], session_processes(pid))
+        self.assertFalse(os.path.exists(temp_dir))
+        # The world stays, with nova-api's log.
+        world = os.path.join(self.tmp, 'world')
+        self.assertTrue(os.path.isfile(os.path.join(world, 'nova.conf')))
+        with open(os.path.join(world, 'nova-api.log')) as handle:
+            log = handle.read()
+        self.assertIn('nova-cellsched serves nova-api server lists', log)
+
+    def test_printed_commands_work_and_ctrl_c_stops_it(self):
+        """curl shows Server-Timing and servers; openstack lists them."""
+        if shutil.which('curl') is None:
+            self.skipTest('curl is not installed: the printed curl command '
+                          'cannot run here')
+        demo, uwsgi = self.start()
+        curl = self.run_printed(demo.command('curl'))
+        self.assertEqual(0, curl.returncode, curl.stderr)
+        # text=True: universal newlines, HTTP's CRLF are read as LF.
+        head, _sep, body = curl.stdout.partition('\n\n')
+        status, *headers = head.split('\n')
+        self.assertRegex(status, r'^HTTP/1\.1 200 ')
+        names = {h.split(':', 1)[0].lower() for h in headers}
+        self.assertIn('server-timing', names)
+        servers = json.loads(body)['servers']
+        self.assertEqual(5, len(servers))
+        self.assertIn('OS-EXT-SRV-ATTR:host', servers[0])
+
+        openstack = self.run_printed(demo.command('env'))
+        self.assertEqual(0, openstack.returncode, openstack.stderr)
+        self.assertIn('openstack', demo.command('env'))
+        # The same five servers, in the same order (created_at desc).
+        self.assertEqual([s['id'] for s in servers],
+                         UUID.findall(openstack.stdout))
+
+        self.assertStopsCleanly(demo, uwsgi, signal.SIGINT)
+
+    def test_sigterm_stops_it(self):
+        demo, uwsgi = self.start()
+        self.assertStopsCleanly(demo, uwsgi, signal.SIGTERM)
