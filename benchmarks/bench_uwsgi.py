@@ -279,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--processes', type=int, default=2)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--variants', default='filter,stock')
+    parser.add_argument('--name', default=None,
+                        help='results file name in --out (default uwsgi, '
+                        'uwsgi_quick with --quick)')
     args = parser.parse_args(argv)
     if args.quick:
         args.per_cell = min(args.per_cell, 25)
@@ -333,7 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                   'request_timeout': args.request_timeout},
         'results': results})
     os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, 'uwsgi_quick' if args.quick else 'uwsgi')
+    stem = os.path.join(args.out, args.name or (
+        'uwsgi_quick' if args.quick else 'uwsgi'))
     with open(stem + '.json', 'w') as handle:
         json.dump(report, handle, indent=1, sort_keys=True)
     with open(stem + '.md', 'w') as handle:
