@@ -80,16 +80,22 @@ class _Direction:
                         self.ready.wait()
                     if not self.queue:
                         break
-                    due, data = self.queue.popleft()
+                    # Left in the queue until sent: pending() counts it.
+                    due, data = self.queue[0]
                 pause = due - time.monotonic()
                 if pause > 0:
                     self.proxy.stopping.wait(pause)
                 if self.proxy.stopping.is_set():
                     break
                 self.dst.sendall(data)
+                with self.ready:
+                    self.queue.popleft()
             self.dst.shutdown(socket.SHUT_WR)
         except OSError:
-            # The other side is gone: so is this connection.
+            # The other side is gone: so is this connection, and what
+            # was still to be forwarded.
+            with self.ready:
+                self.queue.clear()
             self.proxy.close_pair(self.src, self.dst)
             return
         if not self.done.acquire(blocking=False):
@@ -120,6 +126,7 @@ class SlowProxy(fixtures.Fixture):
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
+        self._directions: list[_Direction] = []
         self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.listener.bind(('127.0.0.1', 0))
@@ -163,8 +170,23 @@ class SlowProxy(fixtures.Fixture):
         for src, dst, name in ((client, server, 'up'),
                                (server, client, 'down')):
             direction = _Direction(self, src, dst, done)
+            with self._lock:
+                self._directions.append(direction)
             self._spawn(direction.read, 'slow-proxy-read-' + name)
             self._spawn(direction.write, 'slow-proxy-write-' + name)
+
+    def pending(self) -> int:
+        """Chunks read and not forwarded yet, both ways, all connections.
+
+        0 once everything sent while the latency was on has arrived.
+        """
+        with self._lock:
+            directions = list(self._directions)
+        total = 0
+        for direction in directions:
+            with direction.ready:
+                total += len(direction.queue)
+        return total
 
     def close_pair(self, *socks: socket.socket) -> None:
         """Close *socks* (both ends of a connection), once."""

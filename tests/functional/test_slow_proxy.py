@@ -99,11 +99,20 @@ class SlowProxyTest(testtools.TestCase):
         self.assertEqual(1, self.proxy.connections)
 
     def test_delays_each_way_and_can_be_switched(self):
-        """A round trip takes two latencies while on; none once off."""
+        """A round trip takes two latencies while on; none once off.
+
+        What is on its way counts as pending until it is forwarded.
+        """
         client = self.connect()
         self.proxy.latency = 0.5
-        got, seconds = self.round_trip(client, b'ping')
+        start = time.monotonic()
+        client.sendall(b'ping')
+        time.sleep(0.1)
+        self.assertEqual(1, self.proxy.pending())
+        got = client.recv(4)
+        seconds = time.monotonic() - start
         self.assertEqual(b'ping', got)
+        self.assertEqual(0, self.proxy.pending())
         # Two crossings of 0.5 s each; a generous ceiling for a busy box.
         self.assertGreaterEqual(seconds, 1.0)
         self.assertLess(seconds, 10.0)
