@@ -113,15 +113,26 @@ def _quote(text: str) -> str:
 
 
 def header(timings: RequestTimings, total: float) -> str:
-    """The ``Server-Timing`` header value (W3C Server Timing)."""
+    """The ``Server-Timing`` header value (W3C Server Timing).
+
+    ``gather``'s description names the slowest cell that answered and,
+    after it, the cells reported down (``slowest cell1 12.0 ms; down
+    cell4``): a cell the listing gave up on is what its ``dur`` waited
+    for, and it has no time of its own to be the slowest by.
+    """
     metrics = []
     for name, seconds in timings.breakdown(total):
         metric = '%s;dur=%.1f' % (name, seconds * 1000)
         if name == 'gather':
+            words = []
             slowest = timings.slowest_cell()
             if slowest is not None:
-                metric += ';desc=%s' % _quote('slowest %s %.1f ms' % (
-                    slowest[0], slowest[1] * 1000))
+                words.append('slowest %s %.1f ms' % (slowest[0],
+                                                     slowest[1] * 1000))
+            if timings.down:
+                words.append('down %s' % ', '.join(sorted(timings.down)))
+            if words:
+                metric += ';desc=%s' % _quote('; '.join(words))
         metrics.append(metric)
     return ', '.join(metrics)
 

@@ -51,6 +51,12 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
     # wait 100 s for exit code 3.
     CONF.set_override('max_retries', 0, group='api_database')
     CONF.set_override('retry_interval', 0, group='api_database')
+    # The same for a dead cell database that nova's engines connect to
+    # (check and sync-aggregates read compute nodes through
+    # nova.context.target_cell): the cell is reported at once instead
+    # of after 100 s.
+    CONF.set_override('max_retries', 0, group='database')
+    CONF.set_override('retry_interval', 0, group='database')
     # What nova.config.parse_args does for a command that reads the API
     # database only: no RPC, no main database API (importing nova.config
     # cost half a second of start-up).

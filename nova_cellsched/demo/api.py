@@ -590,19 +590,26 @@ class UwsgiNovaApi:
 
     # A plain client.
 
-    def get(self, path: str, timeout: float = 60.0
-            ) -> tuple[int, Any, dict[str, str]]:
-        """GET *path* under ``/v2.1``: (status, JSON body, headers)."""
-        return self.request('GET', path, timeout=timeout)
+    def get(self, path: str, timeout: float = 60.0,
+            version: str | None = None) -> tuple[int, Any, dict[str, str]]:
+        """GET *path* under ``/v2.1``: (status, JSON body, headers).
+
+        *version* is the compute microversion asked for (``2.69``,
+        ``latest``); none is nova's 2.1.
+        """
+        return self.request('GET', path, timeout=timeout, version=version)
 
     def request(self, method: str, path: str, body: Any = None,
-                timeout: float = 60.0) -> tuple[int, Any, dict[str, str]]:
+                timeout: float = 60.0, version: str | None = None
+                ) -> tuple[int, Any, dict[str, str]]:
         """*method* *path* under ``/v2.1`` with a JSON *body*."""
         data = None if body is None else json.dumps(body).encode()
+        headers = {'X-Auth-Token': TOKEN, 'Accept': 'application/json',
+                   'Content-Type': 'application/json'}
+        if version is not None:
+            headers['OpenStack-API-Version'] = 'compute %s' % version
         request = urllib.request.Request(  # noqa: S310 - self.url
-            self.url + path, data=data, method=method,
-            headers={'X-Auth-Token': TOKEN, 'Accept': 'application/json',
-                     'Content-Type': 'application/json'})
+            self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(  # noqa: S310 - http://127.0.0.1
                     request, timeout=timeout) as resp:

@@ -29,9 +29,10 @@ ten cells cost seconds), registers the cell mappings and seeds instances;
 """
 
 import atexit
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import dataclasses
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +40,7 @@ import tempfile
 import threading
 import time
 from typing import Any
+import urllib.parse
 import uuid as uuid_lib
 
 import fixtures
@@ -269,11 +271,15 @@ class MariaDBServer(fixtures.Fixture):
     # Access
 
     def url(self, database: str = '', user: str = 'root',
-            password: str | None = None) -> str:
-        """A SQLAlchemy URL (PyMySQL) for *database* on this server."""
+            password: str | None = None, port: int | None = None) -> str:
+        """A SQLAlchemy URL (PyMySQL) for *database* on this server.
+
+        With *port*, the URL connects there instead (a proxy in front of
+        this server).
+        """
         return sa.engine.URL.create(
             'mysql+pymysql', username=user, password=password,
-            host='127.0.0.1', port=self.port,
+            host='127.0.0.1', port=port or self.port,
             database=database or None).render_as_string(hide_password=False)
 
     def query(self, sql: str, args: Any = None,
@@ -416,8 +422,12 @@ def create_nova_database(server: MariaDBServer, name: str,
 class CellDB:
     name: str
     uuid: str
+    #: The database on its server, reached directly (what tests query).
     url: str
     server: MariaDBServer
+    #: What the cell mapping holds (nova's URL): :attr:`url`, or the same
+    #: database through a proxy's port (see :func:`build_world`).
+    mapped_url: str = ''
 
 
 @dataclasses.dataclass
@@ -472,11 +482,15 @@ def build_world(api_server: MariaDBServer,
                 cells: Sequence[tuple[str, MariaDBServer,
                                       seed.Population]],
                 seed_value: int = 0, user: str = 'root',
-                password: str | None = None) -> World:
+                password: str | None = None,
+                via: Mapping[str, int] | None = None) -> World:
     """API database on *api_server*, each cell on its server, seeded.
 
     The cell mappings hold URLs for *user*/*password* (the user must
-    exist on every server).
+    exist on every server). *via* maps a cell name to a loopback port
+    its mapping connects to instead of its server's (a
+    :class:`tests.functional.slow_proxy.SlowProxy` in front of it);
+    seeding and :class:`World`'s queries go to the server directly.
     """
     tag = 'ncs_%s' % uuid_lib.uuid4().hex[:10]
     api_url = create_nova_database(api_server, '%s_api' % tag, 'api')
@@ -486,16 +500,47 @@ def build_world(api_server: MariaDBServer,
         root_url = create_nova_database(server, '%s_%s' % (tag, name))
         url = server.url('%s_%s' % (tag, name), user=user,
                          password=password)
+        mapped_url = server.url('%s_%s' % (tag, name), user=user,
+                                password=password,
+                                port=(via or {}).get(name))
         cell_id, cell_uuid = seed.register_cell(
-            api_url, name, url,
+            api_url, name, mapped_url,
             cell_uuid=seed.CELL0_UUID if name == 'cell0' else None,
             transport_url='fake://%s' % name)
         if not population.projects:
             population = dataclasses.replace(population, projects=projects)
         seed.seed_cell(root_url, api_url, cell_id, name, population,
                        seed=seed_value)
-        out[name] = CellDB(name, cell_uuid, url, server)
+        out[name] = CellDB(name, cell_uuid, url, server, mapped_url)
     return World(api_url, api_server, out, projects)
+
+
+#: ``scheme://user:password@``: credentials in a URL, unless masked.
+_CREDENTIALS = re.compile(r'[a-z][a-z0-9+.-]*://[^\s/:@\'"]+:'
+                          r'(?!\*\*\*@)[^\s/@\'"]+@', re.IGNORECASE)
+
+
+def leaked_secrets(text: str, world: World, password: str) -> list[str]:
+    """What *text* shows of the cells' database credentials.
+
+    The *password* (raw, URL encoded, or either half of it), a cell's
+    URL (direct or as its mapping holds it), and any
+    ``scheme://user:password@`` whose password is not ``***``. An empty
+    list means nothing leaked.
+    """
+    half = len(password) // 2
+    forms = {password, urllib.parse.quote_plus(password),
+             urllib.parse.quote(password, safe=''), password[:half],
+             password[half:]}
+    found = ['the password (%s form)' % ('a' if form != password else 'raw')
+             for form in sorted(forms) if form and form in text]
+    for cell in world.cells.values():
+        for url in {cell.url, cell.mapped_url} - {''}:
+            if url in text:
+                found.append('the URL of %s' % cell.name)
+    found.extend('credentials in a URL at offset %d' % match.start()
+                 for match in _CREDENTIALS.finditer(text))
+    return found
 
 
 class UseWorld(fixtures.Fixture):

@@ -21,24 +21,16 @@ cell databases are a SQLite CellWorld; compute nodes are rows written
 into them, with resource providers of the same uuids in placement.
 """
 
-import threading
 import uuid as uuid_lib
-from wsgiref import simple_server
 
-from placement import deploy
-from placement.tests.functional.fixtures import placement as placement_fx
 import requests
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
+from tests.functional import placement_server
 from tests.functional import test_cli
 
 FOREIGN = 'f0f0f0f0-0000-4000-8000-000000000002'
-
-
-class _QuietHandler(simple_server.WSGIRequestHandler):
-    def log_message(self, *args):
-        pass
 
 
 class SyncAggregatesCliTest(test_cli.CliTestCase):
@@ -53,16 +45,8 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
 
     def setUp(self):
         super().setUp()
-        fixture = self.useFixture(placement_fx.PlacementFixture(
-            use_intercept=False))
-        server = simple_server.make_server(
-            '127.0.0.1', 0, deploy.loadapp(fixture.conf_fixture.conf),
-            handler_class=_QuietHandler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        self.addCleanup(server.server_close)
-        self.addCleanup(server.shutdown)
-        self.endpoint = 'http://127.0.0.1:%d' % server.server_port
+        self.endpoint = self.useFixture(
+            placement_server.PlacementServer()).endpoint
         # The seeded cells have compute nodes already: give them
         # providers, and add one more node each.
         self.nodes = {}
@@ -78,9 +62,8 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
         return test_cli.write_conf(
             self.tmp, 'nova.conf', self.world.api_url,
             self.world.url_of('cell0'), cells_default='cell1',
-            extra='placement_prefilter = %s\n[placement]\n'
-                  'auth_type = admin_token\nendpoint = %s\ntoken = admin\n'
-                  % (prefilter, endpoint))
+            extra='placement_prefilter = %s\n%s'
+                  % (prefilter, placement_server.nova_conf(endpoint)))
 
     def _placement(self, method, path, body=None):
         resp = requests.request(

@@ -25,6 +25,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 import urllib.parse
 
 import fixtures
@@ -40,6 +41,7 @@ from nova_cellsched import listing
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import timing
 from tests.functional import mariadb_server as mdb
+from tests.functional import placement_server
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -77,6 +79,9 @@ class SecretsTest(mdb.ServersTestCase):
     def assert_no_secret(self, where, text):
         for form in SECRET_FORMS:
             self.assertNotIn(form, text, '%s shows the password' % where)
+        # Nor a cell's URL, nor user:password@ in any URL.
+        self.assertEqual([], mdb.leaked_secrets(text, self.world, PASSWORD),
+                         where)
 
     # The command line
 
@@ -145,6 +150,57 @@ class SecretsTest(mdb.ServersTestCase):
             self.assertTrue(text, name)
             self.assert_no_secret(name, text)
         self.assertIn("Can't connect", self.read('dead-stats.json'))
+
+    def test_commands_on_a_dead_cell_never_show_the_password(self):
+        """check, explain and sync-aggregates' failure paths, cell2 dead.
+
+        Each answers at once: a dead cell's compute nodes are read with
+        one connection attempt, whatever nova.conf's ``[database]`` says.
+
+        Placement is a real one with no aggregate (the sync reads every
+        cell's compute nodes), or an address nothing listens on.
+        """
+        placement = self.useFixture(placement_server.PlacementServer())
+        config = self.write_conf(extra=placement_server.nova_conf(
+            placement.endpoint))
+        unreachable = self.write_conf('unreachable.conf',
+                                      placement_server.nova_conf(
+                                          'http://127.0.0.1:1'))
+        self.victim.kill()
+        runs = [
+            ('check', config, 1, ['-vv', 'check']),
+            ('explain', config, 0, ['-vv', 'explain', '--project',
+                                    PROJECT]),
+            ('sync-aggregates --dry-run', config, 1,
+             ['-vv', '--log-file', 'sync.log', 'sync-aggregates',
+              '--dry-run', '-f', 'json']),
+            ('sync-aggregates --cell cell2', config, 1,
+             ['sync-aggregates', '--cell', 'cell2']),
+            ('sync-aggregates, placement unreachable', unreachable, 3,
+             ['-vv', 'sync-aggregates']),
+            ('check, placement unreachable', unreachable, 0,
+             ['-vv', 'check']),
+        ]
+        outputs = {}
+        for label, config_file, code, argv in runs:
+            start = time.monotonic()
+            done = self.run_cli(config_file, *argv)
+            elapsed = time.monotonic() - start
+            self.assertEqual(code, done.returncode,
+                             (label, done.stdout, done.stderr))
+            # One connection attempt to the dead cell: oslo.db's service
+            # defaults (10 attempts 10 s apart) took 101 s per command.
+            self.assertLess(elapsed, 30.0, label)
+            self.assert_no_secret(label, done.stdout + done.stderr)
+            outputs[label] = done
+        dry = outputs['sync-aggregates --dry-run']
+        self.assertIn('cannot read the cell database', dry.stderr)
+        self.assertIn('cell2', dry.stderr)
+        self.assertIn('cannot read the cell database',
+                      outputs['sync-aggregates --cell cell2'].stderr)
+        log = self.read('sync.log')
+        self.assertIn('Cannot read the compute nodes of cell', log)
+        self.assert_no_secret('sync.log', log)
 
     # The library
 

@@ -25,6 +25,15 @@ same order, with the same fields from both. With cell3 frozen, the
 filtered API answers lists within ``list_cell_timeout`` plus a margin
 with every healthy cell's servers, ``GET /flavors`` keeps answering, and
 uwsgi reloads and stops within 10 s.
+
+:class:`UwsgiSlowAndKilledCellTest` adds cell4, whose mapping goes
+through a slow TCP proxy (:mod:`tests.functional.slow_proxy`, 2 s on
+every chunk either way), and kills cell3's server: lists stay within the
+bound at 2.1 and ``latest``, the faulty cell is down as nova shows a
+down cell, and a healthy server's page answers meanwhile.
+
+The cell mappings log in as a user with a password: no uwsgi log of a
+fault test shows it, nor a cell URL.
 """
 
 import concurrent.futures
@@ -40,10 +49,16 @@ import testtools.content
 
 from nova_cellsched.demo import seed
 from tests.functional import mariadb_server as mdb
+from tests.functional import slow_proxy
 from tests.functional import uwsgi_api
+from tests import server_timing_grammar as timing_grammar
 
 #: ``[cellsched] list_cell_timeout`` of the filtered API.
 CELL_TIMEOUT = 2.0
+#: The cell mappings log in as this user, with a password no log line
+#: may show (URL special characters: it is URL encoded in them).
+USER = 'nova'
+PASSWORD = 'Sl0w/Ce11@Pw%k'
 #: What a frozen cell may cost a list beyond the healthy list (the
 #: issue's bound, list_cell_timeout + 1 s), with a margin for this
 #: loaded 2-core machine.
@@ -52,6 +67,14 @@ MARGIN = 5.0
 #: The issue's bound on a reload or a shutdown during a freeze.
 STOP_BOUND = 10.0
 LIVE = 8  # live instances per cell (cell0 has 2)
+#: The slow cell's latency: every chunk, either way (the issue's 2 s).
+LATENCY = 2.0
+#: ``list_cell_timeout`` of the slow and killed cell tests (the figures
+#: in doc/source/admin/faults.rst).
+FAULT_CELL_TIMEOUT = 3.0
+#: Microversions the fault tests ask for: nova's 2.1 (none asked) and
+#: ``latest`` (>= 2.69: down cells' servers as UNKNOWN constructs).
+VERSIONS = (None, 'latest')
 DETAIL = '/servers/detail?all_tenants=1'
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 
@@ -61,7 +84,19 @@ def _skip_reason():
 
 
 class UwsgiWorld(mdb.ServersTestCase):
-    """The world and nova-api with the filter, once per class."""
+    """The world and nova-api with the filter, once per class.
+
+    Cells 0-2 on the ``api`` server, cell3 on ``victim``; with
+    :attr:`SLOW_CELL`, one more cell of that name on the ``api`` server
+    whose mapping goes through :attr:`proxy` (a
+    :class:`~tests.functional.slow_proxy.SlowProxy`, no latency until a
+    test sets one).
+    """
+
+    #: ``[cellsched] list_cell_timeout`` of the APIs this class starts.
+    CELL_TIMEOUT = CELL_TIMEOUT
+    #: The name of a cell behind a slow proxy, or None.
+    SLOW_CELL: str | None = None
 
     @classmethod
     def setUpClass(cls):
@@ -72,20 +107,29 @@ class UwsgiWorld(mdb.ServersTestCase):
 
     @classmethod
     def set_up_servers(cls):
-        cls.api = cls.start_server('uwsgi')
-        cls.victim = cls.start_server('uwsgi-victim')
+        cls._cleanups_cls = []
+        cls.api = cls.start_server('uwsgi', USER, PASSWORD)
+        cls.victim = cls.start_server('uwsgi-victim', USER, PASSWORD)
         population = seed.Population(instances=LIVE, hosts=2,
                                      metadata_keys=1)
-        cls.world = mdb.build_world(cls.api, [
-            ('cell0', cls.api, seed.Population(instances=2,
-                                               error_only=True)),
-            ('cell1', cls.api, population),
-            ('cell2', cls.api, population),
-            ('cell3', cls.victim, population)])
+        cells = [('cell0', cls.api, seed.Population(instances=2,
+                                                    error_only=True)),
+                 ('cell1', cls.api, population),
+                 ('cell2', cls.api, population),
+                 ('cell3', cls.victim, population)]
+        via = {}
+        if cls.SLOW_CELL:
+            cls.proxy = slow_proxy.SlowProxy(cls.api.port)
+            cls.proxy.setUp()
+            cls._cleanups_cls.append(cls.proxy.cleanUp)
+            cells.append((cls.SLOW_CELL, cls.api, population))
+            via[cls.SLOW_CELL] = cls.proxy.port
+        cls.world = mdb.build_world(cls.api, cells, user=USER,
+                                    password=PASSWORD, via=via)
         cls.expected = cls.world.live_uuids()
         cls.neutron = uwsgi_api.FakeNeutron()
         cls.neutron.setUp()
-        cls._cleanups_cls = [cls.neutron.cleanUp]
+        cls._cleanups_cls.append(cls.neutron.cleanUp)
         cls.filtered = cls.start_api(with_filter=True)
         # A flavor for the control-path probe (GET /flavors).
         status, body, _ = cls.filtered.request('POST', '/flavors', {
@@ -98,7 +142,7 @@ class UwsgiWorld(mdb.ServersTestCase):
     def start_api(cls, with_filter, **kwargs):
         api = uwsgi_api.UwsgiNovaApi(
             cls.world, cls.neutron.url, with_filter=with_filter,
-            cellsched={'list_cell_timeout': CELL_TIMEOUT}, **kwargs)
+            cellsched={'list_cell_timeout': cls.CELL_TIMEOUT}, **kwargs)
         cls._cleanups_cls.append(api.cleanUp)
         api.setUp()
         return api
@@ -117,22 +161,46 @@ class UwsgiWorld(mdb.ServersTestCase):
     def _heal(self):
         if self.victim.frozen:
             self.victim.thaw()
+        if not self.victim.running:
+            self.victim.start()
+        if self.SLOW_CELL:
+            self.proxy.latency = 0.0
 
     def uuids_of(self, *names):
         return set().union(*(self.expected[n] for n in names))
 
     def everything(self):
-        return self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
+        return self.uuids_of(*self.expected)
 
-    def detail(self, api, path=DETAIL, timeout=60):
+    def all_but(self, name):
+        """Every listable server but those of cell *name*."""
+        return self.everything() - self.expected[name]
+
+    def detail(self, api, path=DETAIL, timeout=60, version=None):
         start = time.monotonic()
-        status, body, headers = api.get(path, timeout=timeout)
+        status, body, headers = api.get(path, timeout=timeout,
+                                        version=version)
         elapsed = time.monotonic() - start
         self.assertEqual(200, status, body)
         return body, headers, elapsed
 
-    def ids(self, body):
-        return {s['id'] for s in body['servers']}
+    def ids(self, body, status=None):
+        return {s['id'] for s in body['servers']
+                if status is None or s['status'] == status}
+
+    def healthy_slowest(self, api, version=None):
+        """The slowest of three complete lists with every cell healthy."""
+        slowest = 0.0
+        for _ in range(3):
+            body, _headers, elapsed = self.detail(api, version=version)
+            self.assertEqual(self.everything(), self.ids(body))
+            slowest = max(slowest, elapsed)
+        return slowest
+
+    def assert_no_secret(self, where, text):
+        """*text* shows no cell URL, password or ``user:password@``."""
+        leaks = mdb.leaked_secrets(text, self.world, PASSWORD)
+        self.assertEqual([], leaks, '%s shows secrets' % where)
 
 
 class UwsgiNovaApiTest(UwsgiWorld):
@@ -221,15 +289,6 @@ class UwsgiNovaApiTest(UwsgiWorld):
 
     # A frozen cell.
 
-    def healthy_slowest(self, api):
-        """The slowest of three complete lists with every cell healthy."""
-        slowest = 0.0
-        for _ in range(3):
-            body, _headers, elapsed = self.detail(api)
-            self.assertEqual(self.everything(), self.ids(body))
-            slowest = max(slowest, elapsed)
-        return slowest
-
     def test_frozen_cell_lists_answer_within_the_bound(self):
         """Frozen cell3: healthy cells' servers in time, /flavors answers.
 
@@ -262,6 +321,7 @@ class UwsgiNovaApiTest(UwsgiWorld):
         self.victim.thaw()
         body, _headers, _ = self.detail(self.filtered)
         self.assertEqual(self.everything(), self.ids(body))
+        self.assert_no_secret('the uwsgi log', self.filtered.log_text())
 
     def test_reload_and_shutdown_during_a_freeze(self):
         """SIGHUP and SIGTERM with cell3 frozen complete within 10 s.
@@ -314,3 +374,151 @@ class UwsgiNovaApiTest(UwsgiWorld):
             except OSError:
                 pass
         self.assertEqual([], api.worker_pids())
+        self.assert_no_secret('the uwsgi log', api.log_text())
+
+
+class UwsgiSlowAndKilledCellTest(UwsgiWorld):
+    """A slow cell and a killed one, under uwsgi with the filter.
+
+    cell4's database is on the ``api`` server, but its mapping goes
+    through a slow proxy: with the latency on, every chunk either way
+    arrives :data:`LATENCY` seconds late (a query's round trip takes
+    twice that, more than ``list_cell_timeout``). cell3's server is
+    killed (SIGKILL). Either way each list answers 200 within the bound
+    with every healthy cell's servers; the faulty cell is reported down
+    as nova reports a down cell (its servers skipped at 2.1, UNKNOWN
+    constructs at ``latest``), and the next list after the fault is
+    complete. The figures each test measured are attached as details
+    (``latencies``).
+    """
+
+    CELL_TIMEOUT = FAULT_CELL_TIMEOUT
+    SLOW_CELL = 'cell4'
+
+    def setUp(self):
+        super().setUp()
+        self.measured = {}
+        self.addCleanup(self._attach_measured)
+
+    def _attach_measured(self):
+        self.addDetail('latencies', testtools.content.text_content(
+            json.dumps(self.measured, sort_keys=True)))
+
+    def bounds(self):
+        """Per version asked (2.1, latest): the bound on a faulty list.
+
+        The slowest of three healthy lists, plus ``list_cell_timeout`` +
+        1 s (the issue's bound), plus :data:`MARGIN` for this machine.
+        """
+        out = {}
+        for version in VERSIONS:
+            healthy = self.healthy_slowest(self.filtered, version)
+            self.measured['healthy %s' % (version or '2.1')] = healthy
+            out[version] = healthy + self.CELL_TIMEOUT + 1.0 + MARGIN
+        return out
+
+    def assert_cell_down(self, body, version, name):
+        """Every other cell's servers; *name*'s as nova shows a down cell.
+
+        Skipped at 2.1; at ``latest`` (>= 2.69) nova's minimal
+        constructs: status UNKNOWN, no name, no flavor.
+        """
+        healthy = self.all_but(name)
+        if version is None:
+            self.assertEqual(healthy, self.ids(body))
+            return
+        unknown = [s for s in body['servers'] if s['status'] == 'UNKNOWN']
+        self.assertEqual(healthy, self.ids(body) - self.ids(
+            body, 'UNKNOWN'))
+        self.assertEqual(self.expected[name], {s['id'] for s in unknown})
+        for server in unknown:
+            self.assertNotIn('name', server)
+            self.assertNotIn('flavor', server)
+
+    def faulty_lists(self, name, bounds, label):
+        """Two lists per version, each within its bound; *name* down."""
+        for version in VERSIONS:
+            for n in range(2):
+                body, headers, elapsed = self.detail(self.filtered,
+                                                     version=version)
+                key = '%s %s #%d' % (label, version or '2.1', n + 1)
+                self.measured[key] = elapsed
+                self.measured[key + ' Server-Timing'] = headers.get(
+                    'Server-Timing')
+                self.assertLessEqual(elapsed, bounds[version], headers)
+                self.assert_cell_down(body, version, name)
+                # gather's time is what waited for the cell, named down.
+                gather = timing_grammar.parse(
+                    headers['Server-Timing'])['gather']
+                self.assertIn('down %s' % name, gather['desc'])
+
+    def assert_logged_down(self, name):
+        """nova's warning names the cell's uuid, the filter's line it."""
+        log = self.filtered.log_text()
+        self.assertIn('Cell %s is not responding'
+                      % self.world.cells[name].uuid, log)
+        self.assertRegex(log, r'Listed \d+ servers in .*; down: %s\b'
+                         % name)
+
+    def show(self, server):
+        """GET /servers/*server*: seconds it took (200, that server)."""
+        start = time.monotonic()
+        status, body, _ = self.filtered.get('/servers/%s' % server,
+                                            timeout=60)
+        elapsed = time.monotonic() - start
+        self.assertEqual(200, status, body)
+        self.assertEqual(server, body['server']['id'])
+        return elapsed
+
+    def test_slow_cell_is_down_and_the_rest_in_time(self):
+        """2 s per packet on cell4: bounded lists, no 5xx, all the rest.
+
+        A healthy server's own page answers while a list waits on the
+        slow cell, within the slowest healthy page plus the margin (it
+        never asks cell4). Once the latency is off and what was on its
+        way has arrived, the next lists are complete.
+        """
+        bounds = self.bounds()
+        server = sorted(self.expected['cell1'])[0]
+        show_bound = max(self.show(server) for _ in range(3)) + MARGIN
+        self.proxy.latency = LATENCY
+        self.faulty_lists('cell4', bounds, 'slow')
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            listing = pool.submit(self.detail, self.filtered)
+            time.sleep(0.5)
+            shown = self.show(server)
+            self.measured['slow show'] = shown
+            self.assertLessEqual(shown, show_bound)
+            body, _headers, elapsed = listing.result(timeout=60)
+        self.assertLessEqual(elapsed, bounds[None])
+        self.assert_cell_down(body, None, 'cell4')
+        self.assert_logged_down('cell4')
+
+        self.proxy.latency = 0.0
+        deadline = time.monotonic() + LATENCY + 30
+        while self.proxy.pending():
+            self.assertLess(time.monotonic(), deadline,
+                            '%d chunks still on their way'
+                            % self.proxy.pending())
+            time.sleep(0.1)
+        for version in VERSIONS:
+            body, _headers, _ = self.detail(self.filtered, version=version)
+            self.assertEqual(self.everything(), self.ids(body))
+            self.assertEqual(set(), self.ids(body, 'UNKNOWN'))
+        self.assertGreater(self.proxy.connections, 0)
+        self.assert_no_secret('the uwsgi log', self.filtered.log_text())
+
+    def test_killed_cell_is_down_and_the_rest_in_time(self):
+        """cell3's server SIGKILLed: bounded lists, no 5xx, all the rest.
+
+        After a restart of the server the next list is complete (nova's
+        pooled connections to the dead server are replaced).
+        """
+        bounds = self.bounds()
+        self.victim.kill()
+        self.faulty_lists('cell3', bounds, 'killed')
+        self.assert_logged_down('cell3')
+        self.victim.start()
+        body, _headers, _ = self.detail(self.filtered)
+        self.assertEqual(self.everything(), self.ids(body))
+        self.assert_no_secret('the uwsgi log', self.filtered.log_text())

@@ -40,6 +40,18 @@ class HeaderTest(testtools.TestCase):
                          metrics['gather']['desc'])
         self.assertEqual('290.0', metrics['other']['dur'])
 
+    def test_down_cells_named_after_the_slowest(self):
+        """The listing waited for a cell it gave up on: it is named."""
+        t = timings(gather=3.0)
+        t.cells = {'cell1': 0.02}
+        t.down = ['cell4', 'cell3']
+        metrics = grammar.parse(server_timing.header(t, 3.1))
+        self.assertEqual('slowest cell1 20.0 ms; down cell3, cell4',
+                         metrics['gather']['desc'])
+        t.cells = {}
+        metrics = grammar.parse(server_timing.header(t, 3.1))
+        self.assertEqual('down cell3, cell4', metrics['gather']['desc'])
+
     def test_validation_is_a_phase_when_measured(self):
         metrics = grammar.parse(server_timing.header(
             timings(gather=0.1, validation=0.05), 0.2))
@@ -49,11 +61,13 @@ class HeaderTest(testtools.TestCase):
         phases=st.dictionaries(st.sampled_from(server_timing.PHASES),
                                st.floats(0, 100)),
         total=st.floats(0, 500),
-        cells=st.dictionaries(st.text(max_size=20), st.floats(0, 100)))
+        cells=st.dictionaries(st.text(max_size=20), st.floats(0, 100)),
+        down=st.lists(st.text(max_size=20), max_size=3))
     def test_any_figures_parse_and_add_up_to_the_total(self, phases,
-                                                       total, cells):
+                                                       total, cells, down):
         t = timings(**phases)
         t.cells = cells
+        t.down = down
         metrics = grammar.parse(server_timing.header(t, total))
         parts = sum(float(m['dur']) for name, m in metrics.items()
                     if name != 'total')
