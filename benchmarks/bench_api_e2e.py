@@ -177,6 +177,13 @@ def render(report: dict[str, Any]) -> str:
             report['command'], report['date'], report['nova'],
             report['python'], report['cpus'], report['repeat']),
         '',
+    ]
+    if report.get('ours_options'):
+        lines += ['Ours with `[cellsched]` %s (every other option at its '
+                  'default).' % ', '.join(
+                      '`%s = %s`' % kv
+                      for kv in sorted(report['ours_options'].items())), '']
+    lines += [
         '| world | version | validation | servers | stock ms | ours ms | x '
         '| ours: gather | merge | objects | view | validation | other '
         '| validation share |',
@@ -227,6 +234,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='one small world (4x100), 3 requests each')
     parser.add_argument('--out', default=None)
     parser.add_argument('--name', default='api_e2e')
+    parser.add_argument('--ours-option', action='append', default=[],
+                        metavar='NAME=VALUE',
+                        help='a [cellsched] option of ours other than its '
+                        'default (repeatable), to measure what one option '
+                        'gives: e.g. api_view_bdms=false')
     parser.add_argument('--render', metavar='JSON',
                         help='write the markdown of a stored result again')
     seed_fast.add_database_args(parser)
@@ -237,6 +249,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    for w in args.worlds.split(',')]
     args.versions = args.versions.split(',')
     args.validations = args.validations.split(',')
+    args.ours_options = dict(o.split('=', 1) for o in args.ours_option)
     return args
 
 
@@ -288,7 +301,9 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                         api = uwsgi_api.UwsgiNovaApi(
                             nova_world, neutron.url,
                             with_filter=variant == 'ours', processes=1,
-                            threads=1, nova_conf=conf, start_timeout=300)
+                            threads=1, nova_conf=conf, start_timeout=300,
+                            cellsched=(args.ours_options
+                                       if variant == 'ours' else None))
                         api.setUp()
                         apis[variant] = api
                     for version in args.versions:
@@ -306,6 +321,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         neutron.cleanUp()
     report = dict(bench_listing.run_info('bench_api_e2e.py', argv), **{
         'repeat': args.repeat, 'points': points,
+        'ours_options': args.ours_options,
         'notes': [
             'two uwsgi processes (one worker, one thread each, as devstack '
             'configures nova-api but for the worker count), nova-api with '

@@ -39,9 +39,11 @@ of the phase the threads of uwsgi's workers and their TCP connections
 to the MariaDB servers. Results: ``uwsgi.json`` and ``uwsgi.md`` in
 ``--out`` (``uwsgi_quick.*`` with ``--quick``).
 
-This is a skeleton: ``--quick`` runs a small world (4 cells of 25
-servers, 4 s phases) to show the machinery works; the full run lists
-1,000 servers for 60 s per phase.
+``--quick`` runs a small world (4 cells of 25 servers, 4 s phases) to
+show the machinery works; the full run lists 998 servers (4 cells of
+249 and cell0's 2: one page of nova's ``[api] max_limit``) for 60 s per
+phase. ``--processes`` and ``--threads`` size uwsgi (the same for both
+variants); ``--name`` names the results files.
 """
 
 import os
@@ -271,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
                         help='a small world and short phases')
     parser.add_argument('--out', default=os.path.join(HERE, 'results'))
     parser.add_argument('--cells', type=int, default=4)
-    parser.add_argument('--per-cell', type=int, default=250)
+    # 4 x 249 + cell0's 2 = 998: every server fits one page of nova's
+    # [api] max_limit (1,000), so a complete answer has them all.
+    parser.add_argument('--per-cell', type=int, default=249)
     parser.add_argument('--clients', type=int, default=8)
     parser.add_argument('--phase-seconds', type=float, default=60.0)
     parser.add_argument('--request-timeout', type=float, default=180.0)
@@ -317,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         live = world.live_uuids()
         healthy = set().union(*(ids for name, ids in live.items()
                                 if name != 'cell%d' % args.cells))
+        if sum(len(ids) for ids in live.values()) > 1000:
+            # A page is at most [api] max_limit servers: a complete
+            # answer could not be told from one missing a healthy cell.
+            raise SystemExit('bench_uwsgi.py: %d servers do not fit one '
+                             'page of 1,000; lower --cells or --per-cell'
+                             % sum(len(ids) for ids in live.values()))
         probe_id = sorted(live['cell1'])[0]
         results = {}
         for variant in args.variants.split(','):
