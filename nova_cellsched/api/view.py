@@ -403,16 +403,15 @@ def list_view(self: Any, func: Callable[..., Any], request: Any,
     from nova.objects import virtual_interface
 
     context = request.environ['nova.context']
+    instance_uuids = [s.uuid for s in servers]
     if (not api_version_request.is_supported(request, '2.96') or
-            not _options()[1] or
-            _listed(context, [s.uuid for s in servers]) is None):
+            not _options()[1] or _listed(context, instance_uuids) is None):
         answer: dict[str, Any] = ORIGINAL['_list_view'](
             self, func, request, servers, coll_name, show_extra_specs,
             show_extended_attr=show_extended_attr,
             show_host_status=show_host_status, show_sec_grp=show_sec_grp,
             bdms=bdms, cell_down_support=cell_down_support)
         return answer
-    instance_uuids = [s.uuid for s in servers]
     req_specs_dict, sched_hints_dict = request_spec_fields(
         context, instance_uuids,
         api_version_request.is_supported(request, '2.100'))
