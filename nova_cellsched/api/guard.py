@@ -21,15 +21,19 @@ up. Three guards keep that bounded in a long-running nova-api worker:
   of being sent another query (a circuit breaker that closes by itself
   when the stuck queries end). It is read by listings only.
 * :func:`io_timeout` bounds every blocking call a thread makes on a
-  PyMySQL connection inside the block: the connect and its handshake,
-  the pool's pre-ping at checkout, the query, the fetch, the rollback on
-  return and the close. PyMySQL reads its ``_read_timeout`` and
-  ``_write_timeout`` before every packet; the connections made by
-  SQLAlchemy engines once :func:`install` ran are of a subclass whose
-  timeouts are this thread's inside the block and the connection's own
-  everywhere else, so nova's other threads keep their settings. Other
-  drivers keep theirs: for them, put a read timeout in the cell's
-  database URL; :func:`warn_unbounded_cell` says so once per cell
+  PyMySQL connection inside the block: the connect and its handshake, the
+  pool's pre-ping at checkout, the query, the fetch, the rollback on
+  return and the close. A connect that fails inside the block raises
+  :class:`ConnectFailed`, which oslo.db does not retry: a thread's first
+  contact with a dead or frozen cell (the engine's creation, which oslo.db
+  tries ``[database] max_retries`` times, ``retry_interval`` seconds
+  apart: 100 s by default) ends with the first attempt. PyMySQL reads its
+  ``_read_timeout`` and ``_write_timeout`` before every packet; the
+  connections made by SQLAlchemy engines once :func:`install` ran are of a
+  subclass whose timeouts are this thread's inside the block and the
+  connection's own everywhere else, so nova's other threads keep their
+  settings. Other drivers keep theirs: for them, put a read timeout in the
+  cell's database URL; :func:`warn_unbounded_cell` says so once per cell
   (:func:`unbounded_driver_advice` decides what to say).
 * :func:`remember_given_up` / :func:`given_up`: the cells a listing gave
   up on, for the rest of that one request only (nova-api asks the
@@ -40,7 +44,7 @@ up. Three guards keep that bounded in a long-running nova-api worker:
 """
 
 import collections
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 import contextlib
 import contextvars
 import dataclasses
@@ -64,6 +68,26 @@ _EXPIRED = 0.001
 #: (request id, cells its listing gave up on), for :func:`given_up`.
 _GIVEN_UP: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = (
     contextvars.ContextVar('cellsched_given_up', default=None))
+
+
+class ConnectFailed(ConnectionError):
+    """A connect to a cell database failed inside :func:`io_timeout`.
+
+    Not a driver error, so that oslo.db's engine creation does not try
+    again ``[database] max_retries`` times with ``retry_interval``
+    seconds of sleep between attempts (a thread held 100 s by default,
+    past any timeout): the caller's next listing tries again.
+
+    :ivar cause: the driver's error (its message names the host and the
+        reason, never the password).
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(
+            'cannot connect to the cell database within the I/O timeout '
+            '(%s); the next request tries again'
+            % ' '.join(str(cause).split()))
 
 
 @dataclasses.dataclass
@@ -200,6 +224,25 @@ def _bounded(own: str) -> property:
     return property(get, set_)
 
 
+def _bounded_connect(base: type) -> Callable[..., Any]:
+    """*base*'s ``connect``, raising :class:`ConnectFailed` inside
+    :func:`io_timeout` where the driver raises its own error."""
+    connect = base.connect
+
+    def bounded(connection: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return connect(connection, *args, **kwargs)
+        except Exception as exc:
+            if (getattr(_local, 'limit', None) is None or
+                    type(exc).__module__ != 'pymysql.err'):
+                raise
+            raise ConnectFailed(exc) from exc
+
+    bounded.__name__ = 'connect'
+    bounded.__doc__ = connect.__doc__
+    return bounded
+
+
 _TIMED: dict[type, type] = {}
 _TIMED_LOCK = threading.Lock()
 
@@ -214,6 +257,7 @@ def timed_class(base: type) -> type:
             timed = type('Timed' + base.__name__, (base,), {
                 '__module__': __name__,
                 'cellsched_timed': True,
+                'connect': _bounded_connect(base),
                 'connect_timeout': _bounded('_cellsched_connect_timeout'),
                 '_read_timeout': _bounded('_cellsched_read_timeout'),
                 '_write_timeout': _bounded('_cellsched_write_timeout'),

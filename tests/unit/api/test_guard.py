@@ -12,9 +12,13 @@
 
 """Bounds on a hung cell: the stuck-query count and the read timeout."""
 
+import logging
 import socket
 import threading
 
+import fixtures
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
 from oslotest import base
 import pymysql
 import sqlalchemy as sa
@@ -143,7 +147,8 @@ class TestIoTimeout(base.BaseTestCase):
 
         error, finished = run_bounded(connect)
         self.assertTrue(finished, 'the connect still blocks')
-        self.assertIsInstance(error, sa.exc.OperationalError)
+        self.assertIsInstance(error, guard.ConnectFailed)
+        self.assertIsInstance(error.cause, pymysql.err.OperationalError)
 
     def test_connections_are_timed_and_keep_their_own_timeouts(self):
         """Outside io_timeout a connection has the URL's timeouts."""
@@ -201,3 +206,81 @@ class TestIoTimeout(base.BaseTestCase):
             if made is not None:
                 return made
         return dialect.connect(*cargs, **cparams)
+
+
+def _closed_port():
+    """A loopback port nothing listens on (connections are refused)."""
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class TestFirstContact(base.BaseTestCase):
+    """A thread's first contact with a dead or silent cell: one attempt.
+
+    nova makes a cell's engine on first use with oslo.db's service
+    defaults: 10 connection attempts, 10 s apart. Inside io_timeout the
+    first failed connect ends the thread, so a listing's (or the start-up
+    check's) thread is not held 100 s past its timeout; outside, oslo.db
+    behaves as it always did.
+    """
+
+    def setUp(self):
+        super().setUp()
+        guard.install()
+        self.addCleanup(guard.uninstall)
+        self.retries = self.useFixture(fixtures.FakeLogger(
+            name='oslo_db.sqlalchemy.engines', level=logging.WARNING))
+
+    def _first_contact(self, port, retries=10, interval=10):
+        """Start a cell's engine as nova does, run one query."""
+        facade = enginefacade.transaction_context()
+        facade.configure(
+            connection='mysql+pymysql://nobody@127.0.0.1:%d/nova' % port,
+            max_retries=retries, retry_interval=interval)
+        self.addCleanup(facade.dispose_pool)
+
+        def query():
+            engine = facade.writer.get_engine()
+            with engine.connect() as connection:
+                connection.exec_driver_sql('SELECT 1')
+
+        return query
+
+    def test_silent_cell_ends_on_the_first_attempt(self):
+        server = _SilentServer()
+        self.addCleanup(server.close)
+        query = self._first_contact(server.port)
+
+        def bounded():
+            with guard.io_timeout(0.3):
+                query()
+
+        error, finished = run_bounded(bounded)
+        self.assertTrue(finished, 'oslo.db still retries the connect')
+        self.assertIsInstance(error, guard.ConnectFailed)
+        self.assertIn('timed out', str(error))
+        self.assertNotIn('SQL connection failed', self.retries.output)
+
+    def test_refused_cell_ends_on_the_first_attempt(self):
+        query = self._first_contact(_closed_port())
+
+        def bounded():
+            with guard.io_timeout(5):
+                query()
+
+        error, finished = run_bounded(bounded)
+        self.assertTrue(finished, 'oslo.db still retries the connect')
+        self.assertIsInstance(error, guard.ConnectFailed)
+        self.assertIsInstance(error, OSError)
+        self.assertNotIn('SQL connection failed', self.retries.output)
+
+    def test_outside_io_timeout_oslo_db_retries_as_configured(self):
+        query = self._first_contact(_closed_port(), retries=2, interval=0)
+        error, finished = run_bounded(query)
+        self.assertTrue(finished)
+        self.assertIsInstance(error, db_exc.DBConnectionError)
+        self.assertEqual(2, self.retries.output.count(
+            'SQL connection failed'))
