@@ -309,6 +309,9 @@ PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
 close) ends within twice this value, all of them together, so a worker
 blocked on a hung server ends on its own. nova's own lister uses a fixed
 60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on a query.
+nova-api started through ``nova_cellsched.wsgi.osapi_compute`` also gives
+each cell this long in nova's start-up check of nova-compute versions
+(nova's own waits 60 seconds), with the same bound on its I/O.
 
 Possible values:
 

@@ -175,6 +175,30 @@ RELIED_ON: tuple[tuple[str, str, str], ...] = (
      'every cell, with CELL_TIMEOUT'),
 )
 
+#: What nova-api's bounded start-up check (:mod:`.startup`) relies on;
+#: checked when that check runs, not when the lister installs.
+START_UP_RELIED_ON: tuple[tuple[str, str, str], ...] = (
+    ('nova.utils', 'raise_if_old_compute',
+     'replaced while nova-api builds its application: ours keeps its '
+     'scope, its zero for no compute and its TooOldComputeService'),
+    ('nova.objects.service', 'get_minimum_version_all_cells',
+     "its minimum: zero and None versions, and cells that do not answer, "
+     'left out'),
+    ('nova.objects.service', 'Service._db_service_get_minimum_version',
+     "the per-cell query ours runs"),
+    ('nova.db.main.api', 'service_get_minimum_version',
+     'the oldest version per binary of services not deleted, not forced '
+     'down'),
+    ('nova.api.openstack.wsgi_app', '_setup_service',
+     'calls utils.raise_if_old_compute (looked up when called) and '
+     'handles TooOldComputeService'),
+    ('nova.api.openstack.wsgi_app', 'init_application',
+     'runs _setup_service before it loads the paste pipeline'),
+)
+
+#: Every source the maintainers' tool prints a hash for.
+ALL_RELIED_ON = RELIED_ON + START_UP_RELIED_ON
+
 #: nova release -> {``module.attribute``: SHA-256 of its source}: the
 #: releases the replacement was tested with. Printed by
 #: ``python -m nova_cellsched.api.fingerprint``.
@@ -306,6 +330,18 @@ TESTED_NOVA: dict[str, dict[str, str]] = {
             '2f8a830d352dd57435499b5aafc32b51e6ff41afcfe08a4a919db21fb37a6ec2',
         'nova.context.scatter_gather_all_cells':
             '018012d601be01fe39a908718e5f0b25ef05b7ecf8015abcfc0a9486f023e24d',
+        'nova.utils.raise_if_old_compute':
+            '044f8a33aeccc9f29586a55bb0be35be5c8b2e8d9a936b6578a740e99c65f344',
+        'nova.objects.service.get_minimum_version_all_cells':
+            '9a5b2ee216a0b7436278751856be0e57ba592e7995ff34b6b2fda01ebb1ecba2',
+        'nova.objects.service.Service._db_service_get_minimum_version':
+            'b8e25c4fcc2ef721143373aff674b5543a12dae125d608634e4d0c6e7d04c12f',
+        'nova.db.main.api.service_get_minimum_version':
+            'd228050f5675cf11663e539ea1d31276bf95fcbf8ece9c9c649898eb2f247cc2',
+        'nova.api.openstack.wsgi_app._setup_service':
+            'cefb7a3a9e95b074ef1c49ceb685db43428f792d964452e766bb7dedac09a882',
+        'nova.api.openstack.wsgi_app.init_application':
+            '2be4aa7ad82b96693de29fbd3dff016df1b182e9bfdd44fdc719a4487ff4cfcc',
     },
 }
 
@@ -505,14 +541,14 @@ def main(argv: Sequence[str] | None = None,
     sources, 1 otherwise.
     """
     version = nova_version()
-    hashes, unreadable = current()
+    hashes, unreadable = current(ALL_RELIED_ON)
     for line in unreadable:
         write('ERROR: %s\n' % line)
     known = TESTED_NOVA.get(version)
     against = version if known is not None else _newest(TESTED_NOVA)
     if against is not None:
         reference = TESTED_NOVA[against]
-        why = {'%s.%s' % (m, p): w for m, p, w in RELIED_ON}
+        why = {'%s.%s' % (m, p): w for m, p, w in ALL_RELIED_ON}
         changed = [w for w in hashes if reference.get(w) != hashes[w]]
         write('# nova %s against tested nova %s: %d of %d relied-on '
               'sources differ\n' % (version, against, len(changed),

@@ -226,8 +226,9 @@ def _bounded(own: str) -> property:
 
 def _bounded_connect(base: type) -> Callable[..., Any]:
     """*base*'s ``connect``, raising :class:`ConnectFailed` inside
-    :func:`io_timeout` where the driver raises its own error."""
-    connect = base.connect
+    :func:`io_timeout` where the driver raises its own error.
+    """
+    connect: Callable[..., Any] = getattr(base, 'connect')
 
     def bounded(connection: Any, *args: Any, **kwargs: Any) -> Any:
         try:

@@ -601,10 +601,10 @@ def serve_api(world: Any, out: Any, port: int | None = None,
     try:
         neutron.start()
         server.neutron_url = neutron.url
-        out.write('\nStarting nova-api (nova.wsgi.osapi_compute under '
-                  'uwsgi, %d worker%s) with the cellsched filter, on the '
-                  'demo world ...\n' % (processes,
-                                         '' if processes == 1 else 's'))
+        out.write('\nStarting nova-api (nova_cellsched.wsgi.osapi_compute '
+                  'under uwsgi, %d worker%s) with the cellsched filter, on '
+                  'the demo world ...\n' % (processes,
+                                           '' if processes == 1 else 's'))
         out.flush()
         start = time.monotonic()
         try:

@@ -20,11 +20,15 @@ any project they name.
 uwsgi ini into a temp dir and runs ``uwsgi`` on a loopback port, as
 devstack runs nova-api (``lib/apache``'s ``write_uwsgi_config``: master,
 ``processes``, ``enable-threads``, ``lazy-apps``, ``thunder-lock``,
-``buffer-size = 65535``, ``Connection: close``; the application is
-``nova.wsgi.osapi_compute:application``; nova finds its files through
-``OS_NOVA_CONFIG_DIR``). Two deviations, both said where they are made:
-``exit-on-reload`` is off (devstack lets systemd restart an exited
-uwsgi; the tests reload uwsgi itself), and authentication.
+``buffer-size = 65535``, ``Connection: close``; nova finds its files
+through ``OS_NOVA_CONFIG_DIR``). The application is nova's
+(``nova.wsgi.osapi_compute:application``) without the filter, and the one
+the guide tells operators to use with it
+(``nova_cellsched.wsgi.osapi_compute:application``: nova's, its start-up
+check bounded) with the filter. Two deviations from devstack, both said
+where they are made: ``exit-on-reload`` is off (devstack lets systemd
+restart an exited uwsgi; the tests reload uwsgi itself), and
+authentication.
 
 nova 34 no longer has ``[api] auth_strategy = noauth2`` (its pipelines
 have only the ``keystone`` key). Where keystone's ``authtoken`` stands
@@ -71,6 +75,10 @@ TOKEN = 'admin:admin'  # noqa: S105 - the noauth stand-in's, not a secret
 NOVA_API_PASTE = os.path.join(sys.prefix, 'etc', 'nova', 'api-paste.ini')
 #: The uwsgi of this virtualenv (tools/venv installs uWSGI==2.0.31).
 UWSGI = os.path.join(os.path.dirname(sys.executable), 'uwsgi')
+#: nova's WSGI entry point for nova-api.
+NOVA_MODULE = 'nova.wsgi.osapi_compute:application'
+#: nova's, with the start-up check bounded (:mod:`nova_cellsched.wsgi`).
+BOUNDED_MODULE = 'nova_cellsched.wsgi.osapi_compute:application'
 FILTER = 'cellsched'
 APP = 'osapi_compute_app_v21'
 NOAUTH = 'noauth'
@@ -318,6 +326,9 @@ class UwsgiNovaApi:
     :param uwsgi: the uwsgi binary.
     :param log: uwsgi's log file (nova-api's log lines included);
         default ``uwsgi.log`` in the temp dir.
+    :param module: the WSGI application uwsgi loads; None:
+        :data:`BOUNDED_MODULE` with the filter, :data:`NOVA_MODULE`
+        without.
 
     :meth:`launch` makes the temp dir (:attr:`dir`), writes the files and
     starts uwsgi; :meth:`shutdown` stops uwsgi and removes the temp dir.
@@ -330,7 +341,8 @@ class UwsgiNovaApi:
                  start_timeout: float = 120.0,
                  nova_conf: dict[str, dict[str, str]] | None = None,
                  port: int | None = None, uwsgi: str | None = None,
-                 log: str | None = None) -> None:
+                 log: str | None = None, module: str | None = None
+                 ) -> None:
         self.api_url = api_url
         self.database_url = database_url
         self.neutron_url = neutron_url
@@ -343,6 +355,8 @@ class UwsgiNovaApi:
         self.requested_port = port
         self.uwsgi = uwsgi or UWSGI
         self.log_path = log
+        self.module = module or (BOUNDED_MODULE if with_filter
+                                 else NOVA_MODULE)
         self.process: subprocess.Popen[bytes] | None = None
         self.dir: str | None = None
         self.port = 0
@@ -435,7 +449,7 @@ class UwsgiNovaApi:
         directory = self._temp_dir()
         ini = configparser.RawConfigParser()
         ini['uwsgi'] = {
-            'module': 'nova.wsgi.osapi_compute:application',
+            'module': self.module,
             'http-socket': '127.0.0.1:%d' % self.port,
             'processes': str(self.processes),
             'master': 'true',

@@ -262,6 +262,15 @@ class GuideTest(base.BaseTestCase):
                 for line in read_guide(page).splitlines()
                 if line.strip().startswith(prefix)]
 
+    def test_start_up_check_line_is_the_codes(self):
+        """The start-up check's line quoted in the uwsgi guide."""
+        from nova_cellsched.api import startup
+
+        (line,) = self._quoted_lines(
+            'admin/nova-api-uwsgi', 'INFO nova_cellsched.api.startup [-] ')
+        self.assertEqual(startup.checked_message(74, 4, 4, 0.031, 60.0),
+                         line)
+
     def test_nova_api_log_lines_are_the_codes(self):
         """Each start-up line the guide quotes is the one install() logs."""
         from nova_cellsched.api import fingerprint

@@ -42,6 +42,8 @@ noauth_filter_factory = demo_api.noauth_filter_factory
 write_paste = demo_api.write_paste
 pipelines = demo_api.pipelines
 UwsgiError = demo_api.UwsgiError
+BOUNDED_MODULE = demo_api.BOUNDED_MODULE
+NOVA_MODULE = demo_api.NOVA_MODULE
 
 
 def unavailable() -> str | None:

@@ -1,0 +1,54 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api's compute API, with its start-up check bounded.
+
+Use it where nova's entry point is named::
+
+    [uwsgi]
+    module = nova_cellsched.wsgi.osapi_compute:application
+
+in place of ``nova.wsgi.osapi_compute:application``. It is nova's
+application, built by nova's ``wsgi_app.init_application`` from the same
+files (``OS_NOVA_CONFIG_DIR``, ``api-paste.ini``, ``nova.conf``), with one
+difference: the check of the oldest nova-compute version that nova makes
+in every cell before it serves is :mod:`nova_cellsched.api.startup`'s,
+which waits ``[cellsched] list_cell_timeout`` for a cell instead of 60 s.
+A worker started while a cell database is frozen serves within that
+bound, and leaves no thread on the frozen cell.
+"""
+# autopep8: off
+from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
+# autopep8: on
+
+import threading  # noqa: E402
+
+from nova.api.openstack import wsgi_app  # noqa: E402
+
+from nova_cellsched.api import startup  # noqa: E402
+
+NAME = 'osapi_compute'
+PROG = 'nova-api-os-compute'
+
+
+def init_application() -> object:
+    """nova's ``init_application(NAME, PROG)``, its start-up check bounded.
+    """
+    with startup.bounded():
+        return wsgi_app.init_application(NAME, PROG)
+
+
+application = None
+lock = threading.Lock()
+with lock:
+    if application is None:
+        application = init_application()

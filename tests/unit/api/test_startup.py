@@ -1,0 +1,189 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api's start-up check, bounded: nova's answer, nova's exception.
+
+Against nova's own functions as the oracle, on nova's cell databases
+(nova's test fixtures: three cells besides cell0). The frozen-cell case
+(a cell that does not answer is left out within ``list_cell_timeout``,
+and no thread stays on it) runs on real MariaDB under uwsgi:
+``tests.functional.test_nova_api_uwsgi``.
+"""
+
+import fixtures
+from nova.api.openstack import wsgi_app
+from nova import context as nova_context
+from nova.db.main import api as db_api
+from nova import exception as nova_exception
+from nova import objects
+from nova.objects import service as service_obj
+from nova import test
+from nova import utils as nova_utils
+
+from nova_cellsched.api import fingerprint
+from nova_cellsched.api import startup
+
+OLDEST = service_obj.SERVICE_VERSION_ALIASES[
+    service_obj.OLDEST_SUPPORTED_SERVICE_VERSION]
+NEWEST = service_obj.SERVICE_VERSION
+
+
+class TestBoundedStartUpCheck(test.TestCase):
+    """startup.raise_if_old_compute answers as nova's raise_if_old_compute.
+    """
+
+    NUMBER_OF_CELLS = 3
+
+    def setUp(self):
+        super().setUp()
+        self.context = nova_context.get_admin_context()
+        self.cells = objects.CellMappingList.get_all(self.context)
+        self.by_name = {cm.name: cm for cm in self.cells}
+        self.flags(list_cell_timeout=5.0, group='cellsched')
+        nova_context.CELLS = []
+
+    def _service(self, cell, host, version, binary='nova-compute',
+                 **values):
+        with nova_context.target_cell(self.context,
+                                      self.by_name[cell]) as cctxt:
+            service = objects.Service(cctxt, host=host, binary=binary,
+                                      topic='compute')
+            service.create()
+            db_api.service_update(cctxt, service.id,
+                                  dict(values, version=version))
+
+    def _world(self):
+        """Versions nova counts and versions it leaves out."""
+        # At most this nova's SERVICE_VERSION: nova refuses to create a
+        # service older than the rest of the deployment.
+        self._service('cell1', 'a', NEWEST)
+        self._service('cell1', 'b', OLDEST + 1)
+        self._service('cell2', 'c', NEWEST)
+        self._service('cell2', 'zero', 0)
+        self._service('cell2', 'down', 1, forced_down=True)
+        self._service('cell2', 'gone', 1, deleted=1)
+        self._service('cell3', 'conductor', 1, binary='nova-conductor')
+
+    def _nova_minimum(self):
+        return service_obj.get_minimum_version_all_cells(
+            self.context, ['nova-compute'])
+
+    def test_minimum_is_novas(self):
+        """Zero, forced down, deleted and other binaries do not count."""
+        self._world()
+        minimum, outcomes = startup.minimum_version(
+            self.context, self.cells, 5.0)
+        self.assertEqual(self._nova_minimum(), minimum)
+        self.assertEqual(OLDEST + 1, minimum)
+        self.assertEqual({cm.uuid for cm in self.cells}, set(outcomes))
+        self.assertTrue(all(o.ok for o in outcomes.values()))
+
+    def test_no_compute_anywhere_is_zero_and_passes(self):
+        self._service('cell1', 'conductor', 1, binary='nova-conductor')
+        self.assertEqual(
+            (0, 0), (self._nova_minimum(), startup.minimum_version(
+                self.context, self.cells, 5.0)[0]))
+        self.assertIsNone(startup.raise_if_old_compute())
+        self.assertIsNone(startup.ORIGINAL())
+
+    def test_new_enough_computes_pass(self):
+        self._world()
+        self.assertIsNone(startup.raise_if_old_compute())
+        self.assertIsNone(startup.ORIGINAL())
+
+    def test_too_old_compute_raises_novas_exception(self):
+        self._world()
+        self._service('cell3', 'old', OLDEST - 1)
+        ours = self.assertRaises(nova_exception.TooOldComputeService,
+                                 startup.raise_if_old_compute)
+        novas = self.assertRaises(nova_exception.TooOldComputeService,
+                                  startup.ORIGINAL)
+        self.assertEqual(str(novas), str(ours))
+        self.assertIn('level in your system is %d' % (OLDEST - 1),
+                      str(ours))
+
+    def test_logs_what_it_found(self):
+        self._world()
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.api.startup'))
+        startup.raise_if_old_compute()
+        self.assertIn('oldest nova-compute service version %d across 4 '
+                      'cells, 4 answered' % (OLDEST + 1), logs.output)
+
+    def test_a_nova_it_was_not_written_for_gets_novas_check(self):
+        calls = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.startup.ORIGINAL',
+            lambda: calls.append('nova')))
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.api.startup'))
+        startup.raise_if_old_compute(['nova.utils.raise_if_old_compute: '
+                                      'source differs'])
+        self.assertEqual(['nova'], calls)
+        self.assertIn("nova-api's start-up check is nova's own (each cell "
+                      'may take 60 s)', logs.output)
+        self.assertIn('raise_if_old_compute: source differs', logs.output)
+
+    def test_without_api_database_nova_checks_its_own_cell(self):
+        calls = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.startup.ORIGINAL',
+            lambda: calls.append('nova')))
+        self.flags(connection=None, group='api_database')
+        startup.raise_if_old_compute()
+        self.assertEqual(['nova'], calls)
+
+
+class TestBounded(test.TestCase):
+    """bounded(): nova's _setup_service calls ours inside, nova's after."""
+
+    NUMBER_OF_CELLS = 2
+
+    def setUp(self):
+        super().setUp()
+        self.context = nova_context.get_admin_context()
+        nova_context.CELLS = []
+        cell1 = next(cm for cm in objects.CellMappingList.get_all(
+            self.context) if cm.name == 'cell1')
+        with nova_context.target_cell(self.context, cell1) as cctxt:
+            service = objects.Service(cctxt, host='old', topic='compute',
+                                      binary='nova-compute')
+            service.create()
+            db_api.service_update(cctxt, service.id,
+                                  {'version': OLDEST - 1})
+
+    def test_swaps_checked_against_nova_before_and_restores(self):
+        with startup.bounded():
+            swapped = nova_utils.raise_if_old_compute
+            self.assertIs(startup.raise_if_old_compute, swapped.func)
+            # Checked before the swap: the tested nova has no problem.
+            self.assertEqual(([],), swapped.args)
+        self.assertIs(startup.ORIGINAL, nova_utils.raise_if_old_compute)
+        self.assertEqual([], fingerprint.problems(
+            relied_on=fingerprint.START_UP_RELIED_ON))
+
+    def test_novas_setup_service_raises_ours_and_honours_ffu(self):
+        """nova's _setup_service handles our exception as its own."""
+        with startup.bounded():
+            self.assertRaises(nova_exception.TooOldComputeService,
+                              wsgi_app._setup_service, 'api1',
+                              'osapi_compute')
+            self.flags(disable_compute_service_check_for_ffu=True,
+                       group='workarounds')
+            logs = self.useFixture(fixtures.FakeLogger(
+                name='nova.api.openstack.wsgi_app'))
+            wsgi_app._setup_service('api1', 'osapi_compute')
+        self.assertIn('Current Nova version does not support computes '
+                      'older than', logs.output)
+        service = objects.Service.get_by_host_and_binary(
+            self.context, 'api1', 'nova-osapi_compute')
+        self.assertEqual('nova-osapi_compute', service.binary)
