@@ -96,16 +96,27 @@ import runinfo  # noqa: E402
 from nova_cellsched import cells as cells_mod  # noqa: E402
 from nova_cellsched.scheduler import aggregate_sync  # noqa: E402
 from nova_cellsched.scheduler import host_filter  # noqa: E402
+from nova_cellsched.scheduler import request_filter  # noqa: E402
 
 CONF = nova.conf.CONF
 UNMAPPED = '5b1e0a9f2c8d4e8fa1b2c3d4e5f60718'
 ARGS = argparse.Namespace()
 RESULTS: dict = {}
 
-#: Request kinds, and the pre-filter settings of each mode.
+#: Request kinds, and the pre-filter settings of each mode:
+#: (placement_prefilter, placement_prefilter_form, one cell named to
+#: nova's HostManager when placement is asked for one cell).
 KINDS = ('dedicated', 'unmapped')
-MODES = {'off': (False, 'auto'), 'member_of': (True, 'member_of'),
-         'forbidden': (True, 'forbidden')}
+MODES = {'off': (False, 'auto', True),
+         'member_of': (True, 'member_of', True),
+         'forbidden': (True, 'forbidden', True),
+         'member_of_every_cell': (True, 'member_of', False)}
+#: The modes of each kind. member_of_every_cell is the pre-filter as it
+#: was before it named the one allowed cell (HostManager reads every
+#: cell); it differs from member_of only for a one-cell project.
+MODES_OF = {'dedicated': ('off', 'member_of', 'forbidden',
+                          'member_of_every_cell'),
+            'unmapped': ('off', 'member_of', 'forbidden')}
 QUICK = {'hosts': 300, 'cells': 10, 'dedicated_cells': 2,
          'disabled_cells': 1, 'requests': 4, 'concurrent_requests': 8,
          'rounds': 2, 'max_placement_results': 100}
@@ -206,6 +217,15 @@ class PlacementBench(test.TestCase):
         self.sizes: list = []
         self.allowed_sizes: list = []
         self.allowed: set = set()
+        self.name_cell = {'on': True}
+        real_name_cell = request_filter._host_states_of_one_cell
+
+        def name_cell(*args):
+            return self.name_cell['on'] and real_name_cell(*args)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.scheduler.request_filter.'
+            '_host_states_of_one_cell', name_cell))
 
     def _wrap_client(self, method):
         """Count placement requests; add ``--placement-latency``; record
@@ -443,6 +463,14 @@ class PlacementBench(test.TestCase):
                     future.result()
         outcome['wall_s'] += time.perf_counter() - started
 
+    def _mode(self, mode):
+        """Set the pre-filter's options (and the one-cell naming) of *mode*.
+        """
+        on, form, name_cell = MODES[mode]
+        self.flags(placement_prefilter=on, placement_prefilter_form=form,
+                   group='cellsched')
+        self.name_cell['on'] = name_cell
+
     def _profile(self, manager, measured):
         """cProfile one request of each kind and mode, after the timed
         ones: ``PROFILE_DIR/placement_profile_<kind>_<mode>.txt``.
@@ -452,9 +480,8 @@ class PlacementBench(test.TestCase):
             project, allowed = measured[kind]
             self.allowed.clear()
             self.allowed.update(allowed)
-            for mode, (on, form) in MODES.items():
-                self.flags(placement_prefilter=on,
-                           placement_prefilter_form=form, group='cellsched')
+            for mode in MODES_OF[kind]:
+                self._mode(mode)
                 outcome = {'times': [], 'landed': [], 'no_valid_host': 0}
                 profiler = cProfile.Profile()
                 profiler.enable()
@@ -523,7 +550,7 @@ class PlacementBench(test.TestCase):
         manager.placement_client  # noqa: B018 - build it now
         lines = {}
         for kind in KINDS:
-            for mode in MODES:
+            for mode in MODES_OF[kind]:
                 for conc in sorted({1, ARGS.concurrency}):
                     lines['%s/%s/c%d' % (kind, mode, conc)] = {
                         'times': [], 'landed': [], 'no_valid_host': 0,
@@ -533,19 +560,16 @@ class PlacementBench(test.TestCase):
         for _ in range(2):
             self._one(manager, UNMAPPED, {'times': [], 'landed': [],
                                           'no_valid_host': 0})
-        modes = list(MODES)
         progress('scheduler ready')
         for rnd in range(ARGS.rounds):
             progress('round %d of %d' % (rnd + 1, ARGS.rounds))
             # ABAB..., and the order turns each round (BCA, CAB...).
-            order = modes[rnd % len(modes):] + modes[:rnd % len(modes)]
             for kind in KINDS:
                 project, allowed = measured[kind]
-                for mode in order:
-                    on, form = MODES[mode]
-                    self.flags(placement_prefilter=on,
-                               placement_prefilter_form=form,
-                               group='cellsched')
+                modes = MODES_OF[kind]
+                for mode in modes[rnd % len(modes):] + modes[
+                        :rnd % len(modes)]:
+                    self._mode(mode)
                     for conc, total in ((1, ARGS.requests),
                                         (ARGS.concurrency,
                                          ARGS.concurrent_requests)):
@@ -668,7 +692,10 @@ def write_markdown(path, report):
         '`placement_prefilter_form`. A project in `cells_projects` always '
         'gets `member_of`, so both modes ask the same for *dedicated*; '
         '*auto* picks *forbidden* for *unmapped* here (fewer cells are '
-        'outside the default cells than in them) and is not run apart.',
+        'outside the default cells than in them) and is not run apart. '
+        '*member_of_every_cell* is *member_of* without naming the one '
+        'allowed cell to nova\'s HostManager (the pre-filter before it '
+        'did), which then reads the services of every cell.',
         '* in flight: requests run at once: 1, one after the other; %d, '
         'green threads of one process calling '
         '`SchedulerManager.select_destinations` (nova\'s functional '
@@ -781,11 +808,11 @@ def main(argv=None):
           '%(max_placement_results)d; hosts written in %(build_s).1f s, '
           'sync-aggregates %(sync_s).1f s' % RESULTS)
     rel = ratios(RESULTS['runs'])
-    print('%-26s %5s %8s %8s %8s %7s %7s %5s %6s %7s %7s' % (
+    print('%-34s %5s %8s %8s %8s %7s %7s %5s %6s %7s %7s' % (
         'request/mode/in flight', 'n', 'median', 'p99', 'mean', 'req/s',
         '/off', 'NVH', 'cands', 'allowed', 'outside'))
     for key, run in RESULTS['runs'].items():
-        print('%-26s %5d %8.1f %8.1f %8.1f %7.2f %7.2f %5d %6.0f %7.0f %7d'
+        print('%-34s %5d %8.1f %8.1f %8.1f %7.2f %7.2f %5d %6.0f %7.0f %7d'
               % (key, run['requests'], run['median_ms'], run['p99_ms'],
                  run['mean_ms'], run['requests_per_s'], rel[key]['median'],
                  run['no_valid_host'], run['candidates_mean'],

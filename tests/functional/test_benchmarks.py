@@ -165,7 +165,9 @@ class PlacementBenchmarkTest(base.BaseTestCase):
             {'%s/%s/c%d' % (kind, mode, conc)
              for kind in ('dedicated', 'unmapped')
              for mode in ('off', 'member_of', 'forbidden')
-             for conc in (1, 8)}, set(runs))
+             for conc in (1, 8)} |
+            {'dedicated/member_of_every_cell/c1',
+             'dedicated/member_of_every_cell/c8'}, set(runs))
         for key, run in runs.items():
             self.assertEqual(0, run['outside_allowed_cells'], key)
             self.assertGreater(run['requests'], 0, key)
