@@ -48,7 +48,9 @@ nova-cellsched's own sync (``aggregate_sync.sync``) then builds the
 cell aggregates.
 
 Per request kind (the dedicated project, an unmapped project) and mode
-(pre-filter off, ``member_of``, ``forbidden``) it times single-instance
+(pre-filter off, ``member_of``, ``forbidden``; for the dedicated project
+also ``member_of_every_cell``, the pre-filter without naming the one
+allowed cell to nova's HostManager) it times single-instance
 requests one at a time and ``--concurrency`` at once (green threads in
 one process, as nova-scheduler's RPC server runs them under eventlet),
 the modes alternating round by round.
