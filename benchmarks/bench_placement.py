@@ -34,7 +34,7 @@ The world (default: 10,000 hosts in 50 cells, 200 a cell): cells
 ``cell1``..``cellN`` are built in that order, so placement's provider
 ids (its order of candidates) follow the cells. Every fifth cell
 (``cell5``, ``cell10``, ...; ``--dedicated-cells``) is dedicated to one
-project of its own in ``cells_projects``; cells ``cell3``, ``cell13``,
+project of its own in ``cells_projects``; cells ``cell3``, ``cell8``,
 ... (``--disabled-cells``) are in neither option (nothing new goes
 there); the others are ``cells_default``. The measured dedicated
 project owns the last dedicated cell (the newest). Each host is a
