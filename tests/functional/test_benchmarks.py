@@ -146,3 +146,41 @@ class FilterBenchmarkTest(base.BaseTestCase):
         self.assertEqual({'dedicated project': (700, 700),
                           'unmapped project': (500, 500)}, passed)
         self.assertTrue(os.path.exists(os.path.join(out, 'filter.md')))
+
+
+class PlacementBenchmarkTest(base.BaseTestCase):
+    """bench_placement.py --quick keeps its own invariants."""
+
+    def test_quick_run_places_nothing_outside_the_allowed_cells(self):
+        out = self.useFixture(fixtures.TempDir()).path
+        done = subprocess.run(
+            [sys.executable, os.path.join(BENCHMARKS, 'bench_placement.py'),
+             '--quick', '--out', out],
+            capture_output=True, text=True, timeout=600)
+        self.assertEqual(0, done.returncode, done.stderr[-3000:])
+        with open(os.path.join(out, 'placement.json')) as handle:
+            report = json.load(handle)
+        runs = report['runs']
+        self.assertEqual(
+            {'%s/%s/c%d' % (kind, mode, conc)
+             for kind in ('dedicated', 'unmapped')
+             for mode in ('off', 'member_of', 'forbidden')
+             for conc in (1, 8)} |
+            {'dedicated/member_of_every_cell/c1',
+             'dedicated/member_of_every_cell/c8'}, set(runs))
+        for key, run in runs.items():
+            self.assertEqual(0, run['outside_allowed_cells'], key)
+            self.assertGreater(run['requests'], 0, key)
+            if '/off/' not in key:
+                # With the pre-filter placement offers allowed hosts
+                # only, and there is room in them.
+                self.assertEqual(0, run['no_valid_host'], key)
+                self.assertEqual(run['candidates_mean'],
+                                 run['allowed_candidates_mean'], key)
+        # The dedicated project's one cell holds 30 of the 300 hosts.
+        self.assertEqual(30, runs['dedicated/member_of/c1'][
+            'candidates_mean'])
+        self.assertEqual(['cell5', 'cell10'], report['dedicated_cells'])
+        self.assertEqual(['cell3'], report['disabled_cells'])
+        with open(os.path.join(out, 'placement.md')) as handle:
+            self.assertIn('| dedicated | member_of | 8 |', handle.read())

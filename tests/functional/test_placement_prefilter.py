@@ -43,6 +43,7 @@ from nova import objects
 from nova.policies import base as base_policies
 from nova.policies import servers as servers_policies
 from nova.scheduler.client import report
+from nova.scheduler import host_manager
 from oslo_config import cfg
 import requests
 import testscenarios
@@ -205,6 +206,38 @@ class PlacementPrefilterTest(testscenarios.WithScenarios, PrefilterTestBase):
         self.assertEqual({'cell1'}, self._cells_of(unmapped))
         self.assertTrue(self._default_cells_logged(['cell1'],
                                                    ['cell2', 'cell3']))
+
+    def test_one_allowed_cell_host_states_read_from_that_cell_only(self):
+        """Placement asked for one cell: nova reads that cell's hosts.
+
+        nova's HostManager reads the services of every cell unless the
+        request names a cell; the pre-filter names the one cell placement
+        may return hosts of. The default cells asked in the forbidden
+        form (and everything without the pre-filter) read every cell.
+        """
+        read = []
+        real = host_manager.HostManager._get_computes_for_cells
+
+        def spy(manager, context, cells, compute_uuids):
+            read.append(sorted(cm.name for cm in cells))
+            return real(manager, context, cells, compute_uuids)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.host_manager.HostManager._get_computes_for_cells',
+            spy))
+        self._prefilter(False)
+        self.assertEqual('cell2', self._cell_of(self._boot(MAPPED)))
+        self.assertGreater(len(read.pop()), 1)
+        self._prefilter(True)
+        self.assertEqual('cell2', self._cell_of(self._boot(MAPPED)))
+        self.assertEqual([['cell2']], read)
+        del read[:]
+        self.assertEqual('cell1', self._cell_of(self._boot(UNMAPPED)))
+        if self.form == 'member_of':
+            self.assertEqual([['cell1']], read)
+        else:
+            self.assertEqual(1, len(read))
+            self.assertGreater(len(read[0]), 1)
 
     def test_project_without_cells_fails_before_placement(self):
         """An empty allowed set is NoValidHost and a line naming both."""
