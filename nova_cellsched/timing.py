@@ -10,9 +10,17 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Public path of the listing's timings (:mod:`.listing.timing`)."""
+"""Public path of the timings and traces (:mod:`.listing.timing`).
+
+The listing's summary (:class:`Timings`, :func:`format_table`), and the
+recorder and Chrome trace writer any code can use (:class:`Recorder`,
+:class:`Span`, :func:`spans_trace`: ``benchmarks/bench_bootstorm.py``).
+"""
 
 from nova_cellsched.listing.timing import format_table
+from nova_cellsched.listing.timing import Recorder
+from nova_cellsched.listing.timing import Span
+from nova_cellsched.listing.timing import spans_trace
 from nova_cellsched.listing.timing import Timings
 
-__all__ = ['format_table', 'Timings']
+__all__ = ['format_table', 'Recorder', 'Span', 'spans_trace', 'Timings']

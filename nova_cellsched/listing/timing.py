@@ -19,7 +19,8 @@ into an immutable :class:`Timings` snapshot, shaped like the 2018
 multi-cell listing report: total = gather + merge + view, plus one row
 per cell. The snapshot renders as a table (:func:`format_table`), as a
 JSON-able dict (:meth:`Timings.as_dict`) and as a Chrome trace-event
-file that Perfetto and chrome://tracing load (:func:`chrome_trace`).
+file that Perfetto and chrome://tracing load (:func:`chrome_trace`;
+:func:`spans_trace` for spans recorded by anything else).
 
 Span names used by the lister:
 
@@ -289,22 +290,58 @@ def chrome_trace(timings: Timings,
     (``"ph": "X"``) named ``<phase>`` or ``<phase> <cell>``, times in
     microseconds from the start of the listing.
     """
-    pid = os.getpid()
     names = {c.cell_uuid: c.cell_name or c.cell_uuid for c in timings.cells}
+    return spans_trace(
+        timings.spans, process_name, cell_names=names,
+        other_data={'total_seconds': timings.total,
+                    'setup_seconds': timings.setup,
+                    'gather_seconds': timings.gather,
+                    'merge_seconds': timings.merge,
+                    'view_seconds': timings.view})
+
+
+def spans_trace(spans: Sequence[Span], process_name: str,
+                cell_names: Mapping[str, str] | None = None,
+                category: Callable[[Span], str] | None = None,
+                other_data: Mapping[str, Any] | None = None
+                ) -> dict[str, Any]:
+    """Chrome trace-event JSON of any recorded spans (not only a listing).
+
+    The format of :func:`chrome_trace`: one ``process_name`` metadata
+    event, one complete event (``"ph": "X"``) per span with ``ts`` and
+    ``dur`` in microseconds from the recorder's origin, one
+    ``thread_name`` metadata event per thread that recorded a span.
+    Argument values that are not JSON scalars are written as text.
+
+    :param spans: the spans, e.g. :meth:`Recorder.spans`.
+    :param process_name: the name Perfetto shows for the process.
+    :param cell_names: cell uuid -> name: a span of a cell is named
+        ``<name> <cell name>`` (the uuid when not in this mapping) and
+        gets a ``cell_uuid`` argument.
+    :param category: the event's ``cat`` for a span; default ``cell`` for
+        a span of a cell, ``listing`` otherwise.
+    :param other_data: JSON-able values for the file's ``otherData``.
+    """
+    pid = os.getpid()
+    names = cell_names or {}
     events: list[dict[str, Any]] = [{
         'name': 'process_name', 'ph': 'M', 'pid': pid, 'tid': 0,
         'args': {'name': process_name}}]
     threads: dict[int, str] = {}
-    for span in timings.spans:
+    for span in spans:
         threads.setdefault(span.thread_id, span.thread_name)
         args = {k: v if isinstance(v, (int, float, str, bool)) or v is None
                 else str(v) for k, v in span.args.items()}
         if span.cell is not None:
             args.setdefault('cell_uuid', span.cell)
+        if category is not None:
+            cat = category(span)
+        else:
+            cat = 'cell' if span.cell else 'listing'
         events.append({
             'name': ('%s %s' % (span.name, names.get(span.cell, span.cell))
                      if span.cell else span.name),
-            'cat': 'cell' if span.cell else 'listing',
+            'cat': cat,
             'ph': 'X', 'pid': pid, 'tid': span.thread_id,
             'ts': round(span.start * 1e6, 3),
             'dur': round(span.duration * 1e6, 3),
@@ -313,8 +350,4 @@ def chrome_trace(timings: Timings,
         events.append({'name': 'thread_name', 'ph': 'M', 'pid': pid,
                        'tid': tid, 'args': {'name': name}})
     return {'traceEvents': events, 'displayTimeUnit': 'ms',
-            'otherData': {'total_seconds': timings.total,
-                          'setup_seconds': timings.setup,
-                          'gather_seconds': timings.gather,
-                          'merge_seconds': timings.merge,
-                          'view_seconds': timings.view}}
+            'otherData': dict(other_data or {})}

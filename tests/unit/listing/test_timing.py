@@ -377,3 +377,82 @@ class ChromeTraceTestCase(base.BaseTestCase):
         self.assertEqual(3.0, trace['otherData']['total_seconds'])
         self.assertEqual(0.5, trace['otherData']['merge_seconds'])
         self.assertEqual(0.5, trace['otherData']['setup_seconds'])
+
+
+class SpansTraceTest(base.BaseTestCase):
+    """spans_trace: the trace of spans recorded by anything, not a listing.
+    """
+
+    def spans(self):
+        clock = FakeClock()
+        recorder = timing.Recorder(clock=clock)
+        with recorder.span('api.post', instance=U1):
+            clock.now += 0.25
+        recorder.add('lock.wait', 0.5, 0.75, lock='compute_resources',
+                     holders=frozenset(['a']))
+        done = threading.Event()
+
+        def work():
+            with recorder.span('scheduler.select_destinations'):
+                clock.now += 0.5
+            done.set()
+
+        thread = threading.Thread(target=work, name='rpc-worker')
+        thread.start()
+        thread.join(10)
+        self.assertTrue(done.is_set())
+        return recorder.spans()
+
+    def test_events_are_json_in_microseconds(self):
+        trace = json.loads(json.dumps(timing.spans_trace(
+            self.spans(), 'boot storm')))
+        complete = sorted((e for e in trace['traceEvents']
+                           if e['ph'] == 'X'), key=lambda e: e['ts'])
+        self.assertEqual(['api.post', 'scheduler.select_destinations',
+                          'lock.wait'], [e['name'] for e in complete])
+        self.assertEqual([0.0, 250000.0, 500000.0],
+                         [e['ts'] for e in complete])
+        self.assertEqual([250000.0, 500000.0, 250000.0],
+                         [e['dur'] for e in complete])
+        self.assertEqual({'instance': U1}, complete[0]['args'])
+        # Not JSON-able values become text.
+        self.assertEqual("frozenset({'a'})", complete[2]['args']['holders'])
+        self.assertEqual({}, trace['otherData'])
+
+    def test_process_and_threads_are_named(self):
+        trace = timing.spans_trace(self.spans(), 'boot storm')
+        meta = {(e['name'], e['tid']): e['args']['name']
+                for e in trace['traceEvents'] if e['ph'] == 'M'}
+        self.assertEqual('boot storm', meta[('process_name', 0)])
+        used = {e['tid'] for e in trace['traceEvents'] if e['ph'] == 'X'}
+        named = {tid: name for (kind, tid), name in meta.items()
+                 if kind == 'thread_name'}
+        self.assertEqual(used, set(named))
+        self.assertIn('rpc-worker', named.values())
+
+    def test_category_and_other_data(self):
+        trace = timing.spans_trace(
+            self.spans(), 'boot storm',
+            category=lambda span: span.name.split('.')[0],
+            other_data={'servers': 3})
+        cats = {e['name']: e['cat'] for e in trace['traceEvents']
+                if e['ph'] == 'X'}
+        self.assertEqual({'api.post': 'api', 'lock.wait': 'lock',
+                          'scheduler.select_destinations': 'scheduler'},
+                         cats)
+        self.assertEqual({'servers': 3}, trace['otherData'])
+
+    def test_cell_spans_named_after_their_cell(self):
+        spans = [Span('fetch', 0.0, 1.0, 1, 'main', U1),
+                 Span('fetch', 1.0, 2.0, 1, 'main', U3)]
+        trace = timing.spans_trace(spans, 'p', cell_names={U1: 'cell1'})
+        complete = [e for e in trace['traceEvents'] if e['ph'] == 'X']
+        self.assertEqual(['fetch cell1', 'fetch %s' % U3],
+                         [e['name'] for e in complete])
+        self.assertEqual(['cell', 'cell'], [e['cat'] for e in complete])
+        self.assertEqual(U3, complete[1]['args']['cell_uuid'])
+
+    def test_public_path(self):
+        from nova_cellsched import timing as public
+        self.assertIs(timing.spans_trace, public.spans_trace)
+        self.assertIs(timing.Recorder, public.Recorder)
