@@ -1019,6 +1019,8 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt('signal %d' % signum)
     signal.signal(signal.SIGTERM, terminate)
 
+    # Taken now: the commit measured, whatever changes meanwhile.
+    info = runinfo.run_info('bench_sync.py', argv)
     world = World(args.server, args.cells, args.providers,
                   args.placement_processes, args.placement_threads)
     try:
@@ -1044,7 +1046,7 @@ def main(argv: list[str] | None = None) -> int:
                     runs += scenario(runner, mode, w, args.moved)
         summary = summarize(runs)
         report = {
-            'run': runinfo.run_info('bench_sync.py', argv),
+            'run': info,
             'world': {'providers': args.providers, 'cells': args.cells,
                       'processes': args.placement_processes,
                       'threads': args.placement_threads,
