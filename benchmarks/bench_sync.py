@@ -1024,8 +1024,8 @@ def main(argv: list[str] | None = None) -> int:
     world = World(args.server, args.cells, args.providers,
                   args.placement_processes, args.placement_threads)
     try:
-        progress('building %d providers in %d cells (%s_*)'
-                 % (args.providers, args.cells, world.prefix))
+        progress('building %d providers in %d cells (%s_*, files in %s)'
+                 % (args.providers, args.cells, world.prefix, world.dir))
         setup = world.build()
         progress('built: %s' % ', '.join('%s %.1fs' % kv
                                           for kv in setup.items()))
