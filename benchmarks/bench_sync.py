@@ -471,9 +471,9 @@ class World:
         """*count* new compute nodes (services, host mappings) in a cell;
         their resource providers too when *providers*.
         """
-        import sqlalchemy as sa
         from nova.db.api import models as api_models
         from nova.db.main import models
+        import sqlalchemy as sa
 
         _name, _uuid, url, cell_id = self.cell(cell_name)
         rows = node_rows(cell_name, count, self.next_node, self.rng, {})
@@ -511,8 +511,8 @@ class World:
         row with the same uuid created in the next, as when a host is
         rebuilt into another cell.
         """
-        import sqlalchemy as sa
         from nova.db.main import models
+        import sqlalchemy as sa
 
         table = models.ComputeNode.__table__
         names = [c[0] for c in self.cells]
@@ -608,8 +608,8 @@ class World:
             engine.dispose()
 
     def _node_names(self, uuids: list[str]) -> dict[str, str]:
-        import sqlalchemy as sa
         from nova.db.main import models
+        import sqlalchemy as sa
 
         table = models.ComputeNode.__table__
         wanted = set(uuids)
