@@ -394,8 +394,10 @@ class World:
     """
 
     def __init__(self, server: str, cells: int, providers: int,
-                 processes: int, threads: int) -> None:
+                 processes: int, threads: int,
+                 placement_driver: str = 'mysql+pymysql') -> None:
         self.server = server
+        self.placement_driver = placement_driver
         self.n_cells = cells
         self.providers = providers
         self.processes = processes
@@ -444,7 +446,10 @@ class World:
         took['compute nodes'] = time.perf_counter() - start
         start = time.perf_counter()
         self.placement_url = self._create('placement')
-        self.placement = PlacementUwsgi(self.placement_url, self.dir,
+        from sqlalchemy.engine import url as sa_url
+        self.placement = PlacementUwsgi(str(sa_url.make_url(
+            self.placement_url).set(drivername=self.placement_driver)),
+            self.dir,
                                         self.processes, self.threads)
         self.placement.start()
         took['placement (migrated, started)'] = time.perf_counter() - start
@@ -903,8 +908,8 @@ def render(report: dict[str, Any]) -> str:
                            info['date']),
              '- world: %(providers)d providers in %(cells)d cells; '
              'placement %(placement)s under uwsgi, %(processes)d '
-             'process(es) x %(threads)d thread(s), MariaDB %(mariadb)s'
-             % report['world'], '']
+             'process(es) x %(threads)d thread(s), database driver '
+             '%(driver)s; MariaDB %(mariadb)s' % report['world'], '']
     lines += ['## Syncs (median of %d; every run below)' % report['repeat'],
               '', '| mode | workers | sync | providers | changes | s median '
               '| s each | providers/s | requests | CPU s client / placement '
@@ -997,6 +1002,11 @@ def main(argv: list[str] | None = None) -> int:
                         help='uwsgi processes of placement (devstack: '
                         'API_WORKERS, 2 on this machine)')
     parser.add_argument('--placement-threads', type=int, default=1)
+    parser.add_argument('--placement-driver', default='mysql+pymysql',
+                        choices=('mysql+pymysql', 'mysql+mysqldb'),
+                        help='placement\'s [placement_database] connection '
+                        'driver (devstack and most deployments: '
+                        '%(default)s)')
     parser.add_argument('--quick', action='store_true',
                         help='200 providers, 5 cells, one repetition')
     parser.add_argument('--out', help='directory for sync.json and sync.md')
@@ -1022,7 +1032,8 @@ def main(argv: list[str] | None = None) -> int:
     # Taken now: the commit measured, whatever changes meanwhile.
     info = runinfo.run_info('bench_sync.py', argv)
     world = World(args.server, args.cells, args.providers,
-                  args.placement_processes, args.placement_threads)
+                  args.placement_processes, args.placement_threads,
+                  args.placement_driver)
     try:
         progress('building %d providers in %d cells (%s_*, files in %s)'
                  % (args.providers, args.cells, world.prefix, world.dir))
@@ -1050,6 +1061,7 @@ def main(argv: list[str] | None = None) -> int:
             'world': {'providers': args.providers, 'cells': args.cells,
                       'processes': args.placement_processes,
                       'threads': args.placement_threads,
+                      'driver': args.placement_driver,
                       'placement': _placement_version(),
                       'mariadb': mariadb_version(args.server)},
             'repeat': args.repeat, 'setup_seconds': {
