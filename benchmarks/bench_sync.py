@@ -136,19 +136,22 @@ def cpu_of(pids: list[int]) -> float:
     return total / CLK_TCK
 
 
-def pids_of(executable: str) -> list[int]:
-    """Processes whose executable's name is *executable*."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/comm' % entry) as handle:
-                if handle.read().strip() == executable:
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+def server_pids(server: str) -> list[int]:
+    """The pid of the MariaDB server of *server* (from its pid file),
+    when it runs on this machine; else none.
+    """
+    import sqlalchemy as sa
+    engine = sa.create_engine(server)
+    try:
+        with engine.connect() as conn:
+            path = conn.execute(sa.text('SELECT @@pid_file')).scalar()
+    finally:
+        engine.dispose()
+    try:
+        with open(str(path)) as handle:
+            return [int(handle.read().strip())]
+    except (OSError, ValueError):
+        return []
 
 
 # Placement under uwsgi ------------------------------------------------
@@ -721,13 +724,14 @@ class Runner:
         self.world = world
         self.env = env
         self._inproc: Any = None
+        self.mariadb = server_pids(world.server)
 
     def _measure(self, run: Any) -> dict[str, Any]:
         """Call *run* (-> (rows, failed, client CPU s)); add the rest."""
         placement = self.world.placement
         assert placement is not None  # noqa: S101
         workers = placement.worker_pids()
-        mariadb = pids_of('mariadbd')
+        mariadb = self.mariadb
         offset = placement.log_size()
         cpu_placement = cpu_of(workers)
         cpu_mariadb = cpu_of(mariadb)
