@@ -917,7 +917,8 @@ def render(report: dict[str, Any]) -> str:
              'placement %(placement)s under uwsgi, %(processes)d '
              'process(es) x %(threads)d thread(s), database driver '
              '%(driver)s; MariaDB %(mariadb)s' % report['world'], '']
-    lines += ['## Syncs (median of %d; every run below)' % report['repeat'],
+    lines += ['## Syncs (median of %d; CPU of the first run; every run '
+              'below)' % report['repeat'],
               '', '| mode | workers | sync | providers | changes | s median '
               '| s each | providers/s | requests | CPU s client / placement '
               '/ mariadbd |', '|---|---|---|---|---|---|---|---|---|---|']
@@ -933,6 +934,24 @@ def render(report: dict[str, Any]) -> str:
                          ' '.join('%s %d' % kv for kv in
                                   row['requests'].items()),
                          cpu['client'], cpu['placement'], cpu['mariadbd']))
+    cpus = info.get('cpus') or 1
+    lines += ['', '## Every run, in order', '',
+              'CPU s: client (the command\'s process, or this one), '
+              'placement\'s uwsgi workers, mariadbd; floor: their sum / '
+              '%d CPUs, the wall time if the machine did nothing else.'
+              % cpus, '',
+              '| mode | workers | sync | providers | changes | s | CPU s '
+              'client / placement / mariadbd | CPU s total | floor s |',
+              '|---|---|---|---|---|---|---|---|---|']
+    for row in report['runs']:
+        cpu = row['cpu_seconds']
+        total = cpu['client'] + cpu['placement'] + cpu['mariadbd']
+        lines.append('| %s | %d | %s | %d | %d | %.2f | %.1f / %.1f / %.1f '
+                     '| %.1f | %.1f |' % (
+                         row['mode'], row['workers'], row['kind'],
+                         row['providers'], row['changes'], row['seconds'],
+                         cpu['client'], cpu['placement'], cpu['mariadbd'],
+                         total, total / cpus))
     if report.get('probe'):
         lines += ['', '## Placement\'s own capacity (trivial client, GET + '
                   'PUT per provider)', '',
@@ -1019,7 +1038,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--out', help='directory for sync.json and sync.md')
     parser.add_argument('--name', help='results file name (default sync, '
                         'sync_quick with --quick)')
+    parser.add_argument('--render', metavar='JSON',
+                        help='write the .md of a stored .json again (next '
+                        'to it) and exit; nothing is measured')
     args = parser.parse_args(argv)
+    if args.render:
+        with open(args.render) as handle:
+            text = render(json.load(handle))
+        with open(args.render[:-len('.json')] + '.md', 'w') as handle:
+            handle.write(text)
+        return 0
     if args.quick:
         args.providers, args.cells, args.repeat = 200, 5, 1
         args.probe = min(args.probe, 100)
