@@ -233,9 +233,9 @@ def read_nodes(cell_mapping: Any) -> Nodes:
     the cell's engine as ``target_cell`` gives it: no ``ComputeNode``
     object is built. Building them decodes every row's JSON (CPU info,
     supported instances, PCI pools, NUMA topology) into more nova
-    objects, the larger part of a sync with nothing to change at 10,000
-    nodes, and needs those objects' classes registered. A row without a
-    uuid (nova gives one on its next load) is left out.
+    objects the sync does not use, and needs those objects' classes
+    registered (the command registers only the objects it reads). A row
+    without a uuid (nova gives one on its next load) is left out.
 
     :raises: one of :data:`CELL_DB_ERRORS` when the database fails.
     """
