@@ -22,6 +22,7 @@ server's globals back. Nothing here times anything.
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -184,3 +185,92 @@ class PlacementBenchmarkTest(base.BaseTestCase):
         self.assertEqual(['cell3'], report['disabled_cells'])
         with open(os.path.join(out, 'placement.md')) as handle:
             self.assertIn('| dedicated | member_of | 8 |', handle.read())
+
+
+class SyncBenchmarkTest(mdb.ServersTestCase):
+    """bench_sync.py --quick on a private server: what it reports, and
+    nothing left behind (databases, uwsgi, files) when it ends, fails or
+    is interrupted.
+    """
+
+    @classmethod
+    def set_up_servers(cls):
+        cls.server = cls.start_server('benchsync')
+
+    def _start(self, *args):
+        return subprocess.Popen(
+            [sys.executable, os.path.join(BENCHMARKS, 'bench_sync.py'),
+             '--quick', '--server', self.server.url()] + list(args),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def _work_dir(self, line):
+        return line.rsplit('files in ', 1)[1].rstrip(')\n')
+
+    def assertNothingLeft(self, work_dir, output):
+        self.assertEqual(set(), seed_fast.bench_databases(self.server.url()),
+                         output)
+        self.assertFalse(os.path.exists(work_dir), output)
+        for pid in os.listdir('/proc'):
+            try:
+                with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                    cmdline = handle.read().decode(errors='replace')
+            except OSError:
+                continue
+            self.assertNotIn(work_dir, cmdline, output)
+
+    def test_quick_run_reports_every_sync(self):
+        out = self.useFixture(fixtures.TempDir()).path
+        proc = self._start('--out', out, '--workers', '4')
+        output, _ = proc.communicate(timeout=600)
+        self.assertEqual(0, proc.returncode, output)
+        work_dir = self._work_dir(next(
+            line for line in output.splitlines() if 'files in' in line))
+        self.assertNothingLeft(work_dir, output)
+        with open(os.path.join(out, 'sync_quick.json')) as handle:
+            report = json.load(handle)
+        self.assertTrue(os.path.exists(os.path.join(out, 'sync_quick.md')))
+        runs = {(r['mode'], r['kind']): r for r in report['runs']}
+        for mode in ('cli', 'inproc'):
+            first = runs[(mode, 'first')]
+            self.assertEqual((first['providers'], 0),
+                             (first['changes'], first['failed']))
+            # One read and one write per provider, one list per cell.
+            self.assertEqual(first['providers'],
+                             first['requests']['by_method']['PUT'])
+            self.assertLessEqual(first['requests']['by_method']['GET'],
+                                 first['providers'] + 5 + 1)
+            same = runs[(mode, 'no change')]
+            self.assertEqual(0, same['changes'])
+            self.assertNotIn('PUT', same['requests']['by_method'])
+            self.assertLessEqual(same['requests']['by_method']['GET'], 5 + 1)
+            moved = runs[(mode, '1% moved/added')]
+            self.assertEqual(0, moved['failed'])
+            self.assertEqual(2, moved['requests']['by_method']['PUT'])
+        probe = report['probe'][0]
+        self.assertEqual((100, 0), (probe['changes'], probe['failed']))
+
+    def test_failed_run_leaves_nothing(self):
+        """The command refuses --workers 0 after the world was built."""
+        proc = self._start('--workers', '0', '--modes', 'cli',
+                           '--probe', '0')
+        output, _ = proc.communicate(timeout=600)
+        self.assertNotEqual(0, proc.returncode, output)
+        self.assertIn('sync-aggregates exited 2', output)
+        work_dir = self._work_dir(next(
+            line for line in output.splitlines() if 'files in' in line))
+        self.assertNothingLeft(work_dir, output)
+
+    def test_interrupted_run_leaves_nothing(self):
+        """Ctrl-C once placement serves: everything goes."""
+        proc = self._start('--probe', '0')
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if 'built:' in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        output = ''.join(lines) + proc.communicate(timeout=600)[0]
+        self.assertNotEqual(0, proc.returncode, output)
+        work_dir = self._work_dir(next(
+            line for line in lines if 'files in' in line))
+        self.assertNothingLeft(work_dir, output)

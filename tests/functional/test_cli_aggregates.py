@@ -135,6 +135,43 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
         self.assertExit(0, check)
         self.assertNotIn('problem', check.err)
 
+    def test_nodes_as_nova_writes_them_sync_and_check(self):
+        """A row with the JSON columns nova's resource tracker fills
+        (supported instances, PCI pools, CPU info, NUMA topology): the
+        command reads it (it once needed nova objects it had not
+        registered, and failed with exit 1 on every real cell), and a
+        deleted row is not a node of the cell.
+        """
+        engine, table = self._nodes_table('cell2')
+        node = self._add_node('cell2')
+        gone = self._add_node('cell2')
+        with engine.begin() as conn:
+            conn.execute(table.update().where(table.c.uuid == node).values(
+                supported_instances='[["x86_64", "kvm", "hvm"]]',
+                pci_stats='{"nova_object.name": "PciDevicePoolList", '
+                          '"nova_object.namespace": "nova", '
+                          '"nova_object.version": "1.1", '
+                          '"nova_object.data": {"objects": []}}',
+                cpu_info='{"arch": "x86_64", "model": "Cascadelake-Server"}',
+                numa_topology='{"nova_object.name": "NUMATopology", '
+                              '"nova_object.namespace": "nova", '
+                              '"nova_object.version": "1.2", '
+                              '"nova_object.data": {"cells": []}}',
+                stats='{"num_instances": "0"}', host_ip='10.0.0.7'))
+            conn.execute(table.update().where(table.c.uuid == gone).values(
+                deleted=table.c.id))
+
+        done = self.cli('sync-aggregates', '--cell', 'cell2', '-f', 'json',
+                        conf=self.conf)
+
+        self.assertExit(0, done)
+        self.assertEqual(set(self.nodes['cell2']) | {node},
+                         self._members('cell2'))
+        self.assertNotIn(gone, self._members('cell2'))
+        check = self.cli('check', conf=self.conf)
+        self.assertNotIn('Traceback', check.err)
+        self.assertNotIn('cannot read the compute nodes', check.err)
+
     def test_one_cell_keeps_foreign_and_check_reports_strays(self):
         """--cell touches only that cell; check names what is wrong."""
         stray = self.nodes['cell2'][0]

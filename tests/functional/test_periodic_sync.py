@@ -293,6 +293,32 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         self.assertTrue(self._worker().run_once().ok)
         self.assertEqual([], self._worker().run_once().rows)
 
+    def test_read_nodes_lists_what_nova_lists(self):
+        """The uuids and creation times ComputeNodeList.get_all gives for
+        the nodes nova's compute services made, cell by cell; a
+        destroyed node is in neither.
+        """
+        gone = self._node_uuid('c3b')
+        ctxt = nova_context.get_admin_context()
+        with nova_context.target_cell(ctxt,
+                                      self.cell_mappings['cell3']) as cctxt:
+            objects.ComputeNode.get_by_uuid(cctxt, gone).destroy()
+        listed = set()
+        for name in ('cell1', 'cell2', 'cell3'):
+            cell_mapping = self.cell_mappings[name]
+            with nova_context.target_cell(ctxt, cell_mapping) as cctxt:
+                expected = {str(node.uuid): node.created_at for node in
+                            objects.ComputeNodeList.get_all(cctxt)}
+
+            nodes = aggregate_sync.read_nodes(cell_mapping)
+
+            self.assertEqual(set(expected), set(nodes), name)
+            self.assertEqual(expected, dict(nodes.created_at), name)
+            listed |= nodes
+        self.assertNotIn(gone, listed)
+        self.assertEqual({self._node_uuid(host) for host in self.HOSTS} -
+                         {gone}, listed)
+
     def test_sync_never_removes_a_node_another_sync_added_meanwhile(self):
         """Sync A reads cell2's nodes; small3 is created and sync B adds
         it; A must not take it out (it reads the aggregate before the
