@@ -635,12 +635,7 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        with open(args.render) as handle:
-            report = json.load(handle)
-        path = os.path.splitext(args.render)[0] + '.md'
-        write_markdown(path, report)
-        print('wrote %s' % path)
-        return 0
+        return runinfo.rerender(args.render, write_markdown)
     seed_fast.require('bench_api.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
     if args.cleanup:

@@ -67,6 +67,7 @@ import urllib.parse  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
 import bench_listing  # noqa: E402
+import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
 from tests import server_timing_grammar  # noqa: E402
@@ -256,13 +257,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        with open(args.render) as handle:
-            report = json.load(handle)
-        path = os.path.splitext(args.render)[0] + '.md'
-        with open(path, 'w') as handle:
-            handle.write(render(report))
-        print('wrote %s' % path)
-        return 0
+        return runinfo.rerender(args.render, runinfo.text_writer(render))
     seed_fast.require('bench_api_e2e.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
     if args.cleanup:

@@ -1023,12 +1023,7 @@ def main(argv=None):
                         'JSON file (no run)')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
-        with open(ARGS.render) as handle:
-            report = json.load(handle)
-        path = os.path.splitext(ARGS.render)[0] + '.md'
-        write_markdown(path, report)
-        print('wrote %s' % path)
-        return 0
+        return runinfo.rerender(ARGS.render, write_markdown)
     if ARGS.quick:
         ARGS.servers, ARGS.clients, ARGS.hosts_per_cell = 20, 5, 2
     configs = [c for c in ARGS.configs.split(',') if c]

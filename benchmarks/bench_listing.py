@@ -1125,12 +1125,7 @@ def requirements(args: argparse.Namespace) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        with open(args.render) as handle:
-            report = json.load(handle)
-        path = os.path.splitext(args.render)[0] + '.md'
-        write_markdown(path, report)
-        print('wrote %s' % path)
-        return 0
+        return runinfo.rerender(args.render, write_markdown)
     seed_fast.require('bench_listing.py', {} if args.cleanup
                       else requirements(args))
     if args.cleanup:

@@ -773,12 +773,7 @@ def main(argv=None):
                         'JSON file (no run)')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
-        with open(ARGS.render) as handle:
-            report = json.load(handle)
-        path = os.path.splitext(ARGS.render)[0] + '.md'
-        write_markdown(path, report)
-        print('wrote %s' % path)
-        return 0
+        return runinfo.rerender(ARGS.render, write_markdown)
     if ARGS.quick:
         for name, value in QUICK.items():
             setattr(ARGS, name, value)

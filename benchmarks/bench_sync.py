@@ -1043,11 +1043,7 @@ def main(argv: list[str] | None = None) -> int:
                         'to it) and exit; nothing is measured')
     args = parser.parse_args(argv)
     if args.render:
-        with open(args.render) as handle:
-            text = render(json.load(handle))
-        with open(args.render[:-len('.json')] + '.md', 'w') as handle:
-            handle.write(text)
-        return 0
+        return runinfo.rerender(args.render, runinfo.text_writer(render))
     if args.quick:
         args.providers, args.cells, args.repeat = 200, 5, 1
         args.probe = min(args.probe, 100)
