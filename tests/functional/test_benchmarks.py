@@ -19,6 +19,7 @@ a run created are dropped by the cleanup; ``--tune-server`` sets the
 server's globals back. Nothing here times anything.
 """
 
+import ast
 import importlib.util
 import json
 import os
@@ -187,11 +188,36 @@ class PlacementBenchmarkTest(base.BaseTestCase):
             self.assertIn('| dedicated | member_of | 8 |', handle.read())
 
 
+def bench_sync_required():
+    """bench_sync.py's REQUIRED (module -> what needs it).
+
+    Read from its source: importing the benchmark imports nova.
+    """
+    with open(os.path.join(BENCHMARKS, 'bench_sync.py')) as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and
+                [getattr(t, 'id', None) for t in node.targets] ==
+                ['REQUIRED']):
+            return ast.literal_eval(node.value)
+    raise AssertionError('bench_sync.py has no REQUIRED')
+
+
 class SyncBenchmarkTest(mdb.ServersTestCase):
     """bench_sync.py --quick on a private server: what it reports, and
     nothing left behind (databases, uwsgi, files) when it ends, fails or
     is interrupted.
     """
+
+    @classmethod
+    def setUpClass(cls):
+        missing = [what for name, what in bench_sync_required().items()
+                   if importlib.util.find_spec(name) is None]
+        if missing:
+            raise cls.skipException(
+                'bench_sync.py needs %s: pip install -r '
+                'benchmarks/requirements.txt' % '; '.join(missing))
+        super().setUpClass()
 
     @classmethod
     def set_up_servers(cls):
