@@ -575,10 +575,13 @@ def serve_api(world: Any, out: Any, port: int | None = None,
     Starts the neutron stand-in and nova-api under uwsgi
     (:mod:`nova_cellsched.demo.api`), writes to *out* where it serves
     and a ``curl`` and an ``openstack`` command that work as printed,
-    then waits for SIGINT (Ctrl-C) or SIGTERM. Whatever happens, uwsgi
-    (all of its processes) and the stand-in are stopped and the temp dir
-    of nova-api's files is removed before it returns; *world*'s
-    directory stays, with ``nova-api.log`` in it.
+    then waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal
+    closed). Whatever happens, uwsgi (all of its processes) and the
+    stand-in are stopped and the temp dir of nova-api's files is removed
+    before it returns; *world*'s directory stays, with ``nova-api.log`` in
+    it. Should this process die without returning (SIGKILL, a crash),
+    the kernel stops uwsgi (:func:`nova_cellsched.demo.api.die_with_parent`):
+    no unauthenticated nova-api outlives it.
 
     :returns: the exit code: 0 when stopped by a signal, 1 when nova-api
         did not start or uwsgi exited by itself (the log says why).
@@ -591,7 +594,8 @@ def serve_api(world: Any, out: Any, port: int | None = None,
         stop.set()
 
     previous = {number: signal.signal(number, on_signal)
-                for number in (signal.SIGINT, signal.SIGTERM)}
+                for number in (signal.SIGINT, signal.SIGTERM,
+                               signal.SIGHUP)}
     log = os.path.join(world.directory, 'nova-api.log')
     neutron = demo_api.NeutronStandIn()
     # nova-api's own [database]: a cell's (nova reads its scheme).
