@@ -69,6 +69,7 @@ class BuiltDocsTest(testtools.TestCase):
         # In cliff's help texts (prose), not only in the option lists.
         for prose in ('--clean drops the', 'after --config-file.',
                       "nova's default locations"):
-            self.assertTrue(prose in text, '%r not in the page; mangled: '
-                            '%s' % (prose, sorted(set(mangled))))
+            if prose not in text:
+                self.fail('%r not in the page; mangled: %s'
+                          % (prose, sorted(set(mangled))))
         self.assertEqual([], mangled)
