@@ -36,13 +36,16 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 
 
 def run(*args, cwd=None, timeout=180):
-    """``nova-cellsched *args``: (exit code, stdout, stderr)."""
+    """``nova-cellsched *args``: (exit code, stdout, stderr).
+
+    The output as written: no newline translation (a ``\r`` stays).
+    """
     env = dict(os.environ)
     env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
     proc = subprocess.run(COMMAND + list(args), cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout,
+                          capture_output=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
-    return proc.returncode, proc.stdout, proc.stderr
+    return (proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
 class CliEdgesTest(testtools.TestCase):
