@@ -34,6 +34,10 @@ author = 'The nova-cellsched Authors'
 master_doc = 'index'
 exclude_patterns = ['_build']
 pygments_style = 'native'
+# No "smart" quotes or dashes: the guide and the command reference (cliff's
+# help texts, prose) show options and commands to copy; "--config-file"
+# must not become an en dash, nor "'" a curly quote.
+smartquotes = False
 
 # Sphinx's own theme. openstackdocstheme builds offline too, but its
 # pages load openstack.org's navigation, search widget and analytics:

@@ -72,7 +72,7 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
     Placement unreachable or failing (5xx) stops the sync with exit 3:
     nothing is written when it fails while the aggregates are read, and
     no write is started after the failure (removals come after every
-    addition succeeded). At most ``--workers`` placement requests are in
+    addition succeeded). At most --workers placement requests are in
     flight.
     """
 

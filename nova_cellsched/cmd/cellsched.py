@@ -243,8 +243,12 @@ class Explain(CellschedCommandMixin, lister.Lister):
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
-        _mapping, cell_mappings, policy = _load_state()
         project = parsed_args.project
+        if not project.strip():
+            raise exception.InvalidListRequest(
+                'project', project, 'a project id, e.g. --project '
+                '$(openstack project show -f value -c id NAME)')
+        _mapping, cell_mappings, policy = _load_state()
         allowed = policy.allowed_cells(project)
         dedicated = policy.is_dedicated(project)
         rows = []
@@ -317,6 +321,43 @@ class CellschedApp(app.App):
                  '--config-file.')
         return parser
 
+    def run(self, argv: list[str]) -> int:
+        """cliff's run, without its interactive shell.
+
+        No command (``nova-cellsched``, ``nova-cellsched --config-file
+        F``) prints the usage and the commands on stderr and exits 2, as
+        nova-manage does; an unknown command is one ``nova-cellsched:
+        error:`` line naming the commands, exit 2.
+        """
+        self._no_command = False
+        code = super().run(argv)
+        return 2 if self._no_command else code
+
+    def interact(self) -> None:
+        """No command given: say which there are (not cliff's shell)."""
+        self._no_command = True
+        self.parser.prog = 'nova-cellsched'  # also under python -m
+        self.stderr.write(self.parser.format_usage())
+        self.stderr.write('\nCommands:\n')
+        for name, cls in sorted(COMMANDS.items()):
+            summary = (cls.__doc__ or '').strip().splitlines()[:1]
+            self.stderr.write('  %-16s %s\n' % (name, ''.join(summary)))
+        self.stderr.write('  %-16s %s\n' % ('help COMMAND',
+                                              "That command's options."))
+        self.stderr.write('nova-cellsched: error: a command is required '
+                          '(nova-cellsched --help shows every option)\n')
+
+    def run_subcommand(self, argv: list[str]) -> int:
+        try:
+            self.command_manager.find_command(argv)
+        except ValueError:
+            self.stderr.write(
+                'nova-cellsched: error: unknown command %r (expected one '
+                'of %s; nova-cellsched --help describes them)\n' % (
+                    argv[0], ', '.join(sorted(COMMANDS))))
+            return 2
+        return int(super().run_subcommand(argv))
+
     def configure_logging(self) -> None:
         super().configure_logging()
         if self.options.verbose_level < 2:
@@ -324,6 +365,9 @@ class CellschedApp(app.App):
             # an operator; -vv shows them.
             for name in NOISY_LOGGERS:
                 logging.getLogger(name).setLevel(logging.WARNING)
+            # keystoneauth's warning that version discovery failed comes
+            # before our error line, which says it with how to fix it.
+            logging.getLogger('keystoneauth').setLevel(logging.ERROR)
 
     def initialize_app(self, argv: list[str]) -> None:
         if not argv or argv[0] in ('help', 'complete', 'demo'):

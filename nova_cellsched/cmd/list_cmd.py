@@ -78,6 +78,25 @@ class AddressesColumn(DictColumn):
             for net, addrs in sorted((self._value or {}).items()))
 
 
+#: nova's power states (``nova.compute.power_state``) as ``openstack server
+#: list --long`` names them; JSON and YAML keep nova's numbers, as nova's
+#: API gives them (``OS-EXT-STS:power_state``).
+POWER_STATES = {0: 'NOSTATE', 1: 'Running', 3: 'Paused', 4: 'Shutdown',
+                6: 'Crashed', 7: 'Suspended'}
+
+
+class PowerStateColumn(columns.FormattableColumn[Any]):
+    """nova's power state: its name in tables, its number in JSON/YAML."""
+
+    def human_readable(self) -> str:
+        if self._value is None:
+            return ''
+        return POWER_STATES.get(self._value, str(self._value))
+
+    def machine_readable(self) -> Any:
+        return self._value
+
+
 def _human(value: Any) -> str:
     if isinstance(value, dict):
         return '{%s}' % ', '.join('%s=%s' % kv for kv in sorted(
@@ -94,6 +113,8 @@ def _plain(value: Any) -> Any:
 def _cell(field: str, value: Any) -> Any:
     if field == 'addresses':
         return AddressesColumn(value)
+    if field == 'power_state':
+        return PowerStateColumn(value)
     if value is None or isinstance(value, dict):
         return DictColumn(value)
     return _plain(value)
@@ -294,6 +315,12 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
         check_writable('stats', parsed_args.stats)
         check_writable('trace', parsed_args.trace)
         filters = dict(parse_filter(f) for f in parsed_args.filter)
+        if parsed_args.project is not None and not (
+                parsed_args.project.strip()):
+            # Not "every project": an empty id is a slip.
+            raise exception.InvalidListRequest(
+                'project', parsed_args.project,
+                'a project id (--all-projects for every project)')
         if parsed_args.project:
             filters['project_id'] = parsed_args.project
         sort_keys, sort_dirs = [], []
@@ -481,6 +508,10 @@ class Demo(CellschedCommandMixin, lister.Lister):
                 err.write('Nothing dropped.\n')
                 return ('Dropped',), []
         demo.clean(urls)
+        stale = demo.remove_stale_config(parsed_args.dir, urls)
+        if stale:
+            err.write('Removed %s (it named the dropped databases).\n'
+                      % stale)
         return ('Dropped',), rows
 
     def take_action(self, parsed_args: argparse.Namespace
@@ -508,18 +539,26 @@ class Demo(CellschedCommandMixin, lister.Lister):
         err.write('Building the demo in %s ...\n' % os.path.abspath(
             parsed_args.dir))
         last: list[str] = ['']
+        # On a terminal each step's line is rewritten in place (\r); in a
+        # file or a pipe each step is one line, with its last count.
+        terminal = _isatty(err)
 
         def progress(text: str) -> None:
-            if text.split(':')[0] != last[0].split(':')[0]:
-                err.write('\n' if last[0] else '')
+            new_step = text.split(':')[0] != last[0].split(':')[0]
+            if terminal:
+                if new_step:
+                    err.write('\n' if last[0] else '')
+                err.write('\r  %s' % text)
+                err.flush()
+            elif new_step and last[0]:
+                err.write('  %s\n' % last[0])
             last[0] = text
-            err.write('\r  %s' % text)
-            err.flush()
 
         world = demo.build(parsed_args.dir, parsed_args.cells,
                            parsed_args.instances, parsed_args.connection,
                            progress, prefix=prefix)
-        err.write('\n' if last[0] else '')
+        if last[0]:
+            err.write('\n' if terminal else '  %s\n' % last[0])
         err.write('%s %d cells (cell0 included), %d instances (%d of them '
                   'soft-deleted); nova.conf: %s\n' % (
                       'Reused' if world.reused else 'Built',
@@ -575,10 +614,13 @@ def serve_api(world: Any, out: Any, port: int | None = None,
     Starts the neutron stand-in and nova-api under uwsgi
     (:mod:`nova_cellsched.demo.api`), writes to *out* where it serves
     and a ``curl`` and an ``openstack`` command that work as printed,
-    then waits for SIGINT (Ctrl-C) or SIGTERM. Whatever happens, uwsgi
-    (all of its processes) and the stand-in are stopped and the temp dir
-    of nova-api's files is removed before it returns; *world*'s
-    directory stays, with ``nova-api.log`` in it.
+    then waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal
+    closed). Whatever happens, uwsgi (all of its processes) and the
+    stand-in are stopped and the temp dir of nova-api's files is removed
+    before it returns; *world*'s directory stays, with ``nova-api.log`` in
+    it. Should this process die without returning (SIGKILL, a crash),
+    the kernel stops uwsgi (:func:`nova_cellsched.demo.api.die_with_parent`):
+    no unauthenticated nova-api outlives it.
 
     :returns: the exit code: 0 when stopped by a signal, 1 when nova-api
         did not start or uwsgi exited by itself (the log says why).
@@ -591,7 +633,8 @@ def serve_api(world: Any, out: Any, port: int | None = None,
         stop.set()
 
     previous = {number: signal.signal(number, on_signal)
-                for number in (signal.SIGINT, signal.SIGTERM)}
+                for number in (signal.SIGINT, signal.SIGTERM,
+                               signal.SIGHUP)}
     log = os.path.join(world.directory, 'nova-api.log')
     neutron = demo_api.NeutronStandIn()
     # nova-api's own [database]: a cell's (nova reads its scheme).
@@ -646,6 +689,14 @@ def serve_api(world: Any, out: Any, port: int | None = None,
         if stop.is_set():
             out.write('Stopped.\n')
             out.flush()
+
+
+def _isatty(stream: Any) -> bool:
+    """Whether *stream* is a terminal (False for what has no isatty)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _first_line(exc: BaseException) -> str:

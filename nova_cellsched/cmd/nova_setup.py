@@ -16,6 +16,7 @@ Imported only by the commands, so that ``nova-cellsched --help`` does not
 pay for importing nova.
 """
 
+import os
 from typing import Any
 
 import nova.conf
@@ -25,6 +26,7 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as oslo_log
 from oslo_utils import importutils
+from sqlalchemy.engine import url as sa_url
 from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import cells
@@ -77,8 +79,34 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
             'nova.conf of nova-api or nova-scheduler with --config-file'
             % (', '.join(CONF.config_file) or 'nova\'s default config '
                'files (none found)'))
+    check_sqlite_file(CONF.api_database.connection)
     api_db_api.configure(CONF)
     return CONF
+
+
+def check_sqlite_file(url: str) -> None:
+    """Refuse a SQLite API database whose file does not exist.
+
+    SQLite would create an empty file on the first query, and the
+    command fail on a missing table; a mistyped path then leaves a new
+    empty ``.db`` behind. Other databases (and SQLite in memory or by
+    URI) are not checked here.
+
+    :raises ApiDatabaseUnreachable: the file does not exist.
+    """
+    try:
+        parsed = sa_url.make_url(url)
+    except (sa_exc.ArgumentError, ValueError):
+        return  # oslo.db reports a malformed URL in its own words
+    path = parsed.database
+    if (parsed.get_backend_name() != 'sqlite' or not path
+            or path == ':memory:' or path.startswith('file:')):
+        return
+    if not os.path.exists(path):
+        raise exception.ApiDatabaseUnreachable(
+            cells.mask_url(url), FileNotFoundError(
+                'no such SQLite file %s (not created: SQLite would make '
+                'an empty database there)' % os.path.abspath(path)))
 
 
 def conf() -> cfg.ConfigOpts:

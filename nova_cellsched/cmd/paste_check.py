@@ -71,6 +71,8 @@ class Pipeline:
     :ivar names: the filters and the app, outermost first.
     :ivar filter_at: the 0-based index of the cellsched filter in
         *names*, or None.
+    :ivar wrong_factory: the ``[filter:...]`` section of a filter named
+        ``cellsched`` in *names* whose factory is not ours, or ``''``.
     """
 
     served_at: str
@@ -78,6 +80,7 @@ class Pipeline:
     key: str
     names: tuple[str, ...]
     filter_at: int | None
+    wrong_factory: str = ''
 
     @property
     def used(self) -> bool:
@@ -98,6 +101,12 @@ class Pipeline:
         """Why this pipeline is not right; '' when it is."""
         if not self.used or self.filter_at is not None:
             return ''
+        if self.wrong_factory:
+            return ('[%s] %s: its cellsched is not the cellsched filter '
+                    '(see [%s]), so server lists under %s are served by '
+                    "nova's own lister" % (self.section, self.key,
+                                           self.wrong_factory,
+                                           self.served_at))
         return ('[%s] %s: the cellsched filter is not in this pipeline, '
                 "so server lists under %s are served by nova's own lister "
                 '(add it before %s)' % (self.section, self.key,
@@ -313,6 +322,7 @@ class _Walker:
                       (section, key))
             return
         filter_at = None
+        wrong_factory = ''
         for index, name in enumerate(filters):
             try:
                 filter_section = self._section(loadwsgi.FILTER, name)
@@ -325,12 +335,15 @@ class _Walker:
             if _spec(factory) == FILTER_FACTORY:
                 filter_at = index
             elif name == 'cellsched':
-                self.report.problems.append(
-                    '[%s] has paste.filter_factory = %s, expected %s'
-                    % (filter_section, factory, FILTER_FACTORY))
+                wrong_factory = filter_section
+                problem = ('[%s] has paste.filter_factory = %s, expected %s'
+                           % (filter_section, factory, FILTER_FACTORY))
+                # Once, however many pipelines name the filter.
+                if problem not in self.report.problems:
+                    self.report.problems.append(problem)
         self.report.pipelines.append(Pipeline(
             served_at, section, key, tuple(filters) + (names[-1],),
-            filter_at))
+            filter_at, wrong_factory))
 
     def _is_compute_app(self, section: str) -> bool:
         options = self._options(section)

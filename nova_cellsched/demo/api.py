@@ -51,6 +51,8 @@ libraries.
 
 from collections.abc import Callable
 import configparser
+import ctypes
+import ctypes.util
 import http.server
 import json
 import os
@@ -106,6 +108,51 @@ def uwsgi_missing(uwsgi: str | None = None) -> str | None:
                 'package installs it; reinstall nova into this venv)'
                 % NOVA_API_PASTE)
     return None
+
+
+#: prctl(2)'s option that sends the caller a signal when its parent dies.
+PR_SET_PDEATHSIG = 1
+#: What uwsgi's master gets when the process that started it dies: with
+#: ``die-on-term`` it stops its workers and exits.
+PARENT_DEATH_SIGNAL = signal.SIGTERM
+
+
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, or None where there is none (not Linux)."""
+    if not sys.platform.startswith('linux'):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library('c') or 'libc.so.6',
+                           use_errno=True)
+        return libc.prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that ties the child to this process's life.
+
+    The child (uwsgi's master, before it executes uwsgi) asks the kernel
+    for :data:`PARENT_DEATH_SIGNAL` when its parent dies, however it
+    dies: SIGKILL and a crash included, where no ``finally`` of the
+    parent runs. If the parent died already between the fork and that
+    request, the child exits at once. The signal survives ``execve`` (not
+    of a set-uid binary). prctl(2) sends it when the *thread* that
+    forked the child ends: start uwsgi from a thread that outlives it
+    (the main thread). None where prctl does not exist (not Linux).
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        # In the child between fork and exec: no allocation-heavy work.
+        prctl(PR_SET_PDEATHSIG, int(PARENT_DEATH_SIGNAL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -487,7 +534,11 @@ class UwsgiNovaApi:
         """Start uwsgi; return once every worker has loaded nova-api.
 
         uwsgi runs in a session of its own: a Ctrl-C at the terminal
-        reaches only the caller, which decides how to stop it.
+        reaches only the caller, which decides how to stop it. It never
+        outlives the caller: when the caller's process dies, however it
+        dies (SIGKILL, a crash, its terminal closed), the kernel sends
+        uwsgi's master SIGTERM and it stops its workers
+        (:func:`die_with_parent`; call this from the main thread).
         """
         env = dict(os.environ)
         # This package (a checkout, or site-packages) before the venv's.
@@ -499,7 +550,9 @@ class UwsgiNovaApi:
         self.process = subprocess.Popen(  # noqa: S603 - our uwsgi, our ini
             [self.uwsgi, '--ini', self.ini], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True)
+            stderr=subprocess.DEVNULL, start_new_session=True,
+            # Not thread-safe in general; this one only calls prctl.
+            preexec_fn=die_with_parent())
         self.wait_ready(self.processes, self.start_timeout, should_stop)
 
     def apps_ready(self) -> int:

@@ -20,6 +20,7 @@ database server URL (MariaDB, PostgreSQL) works too.
 """
 
 from collections.abc import Callable
+import configparser
 import dataclasses
 import os
 import re
@@ -130,6 +131,35 @@ def clean(urls: list[str]) -> None:
     """Drop the demo databases *urls* (see :func:`demo_databases`)."""
     for url in urls:
         seed.drop_database(url)
+
+
+def _same_database(one: str, other: str) -> bool:
+    a, b = sa.engine.make_url(one), sa.engine.make_url(other)
+    return (a.get_backend_name(), a.host, a.port, a.database) == (
+        b.get_backend_name(), b.host, b.port, b.database)
+
+
+def remove_stale_config(directory: str, dropped: list[str]) -> str | None:
+    """Remove the demo's nova.conf in *directory* if it names *dropped*.
+
+    After :func:`clean`, a nova.conf whose ``[api_database] connection``
+    is one of the dropped databases only leads to errors (or, for
+    SQLite, to an empty database file made on first use). A nova.conf
+    naming other databases (another ``--prefix``) stays.
+
+    :returns: the path removed, or None.
+    """
+    path = os.path.join(os.path.abspath(directory), 'nova.conf')
+    parser = configparser.RawConfigParser()
+    try:
+        parser.read(path)
+        connection = parser.get('api_database', 'connection')
+    except (configparser.Error, OSError):
+        return None
+    if not any(_same_database(connection, url) for url in dropped):
+        return None
+    os.remove(path)
+    return path
 
 
 def build(directory: str, cells: int = 10, instances: int = 10000,

@@ -16,8 +16,10 @@ The demo runs as a user runs it, in a process of its own (this
 checkout's code, ``python -m nova_cellsched.cmd.cellsched``), on a small
 SQLite world. The ``curl`` and ``openstack`` lines it prints are split
 as a shell splits them and run as they are; then the demo's process
-group gets SIGINT, as a terminal sends Ctrl-C (or SIGTERM), and it must
-exit 0 leaving no process of uwsgi's session and no temp dir behind.
+group gets SIGINT, as a terminal sends Ctrl-C (or SIGTERM, or SIGHUP as
+when its terminal closes), and it must exit 0 leaving no process of
+uwsgi's session and no temp dir behind. Killed outright (SIGKILL, a
+crash), it leaves no process of uwsgi's session either.
 """
 
 import json
@@ -27,6 +29,7 @@ import re
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -235,3 +238,38 @@ class DemoApiTest(testtools.TestCase):
     def test_sigterm_stops_it(self):
         demo, uwsgi = self.start()
         self.assertStopsCleanly(demo, uwsgi, signal.SIGTERM)
+
+    def test_sighup_stops_it(self):
+        """Its terminal closed (SIGHUP): it stops nova-api, as on Ctrl-C.
+
+        uwsgi runs in a session of its own: the terminal's SIGHUP never
+        reaches it; the demo must stop it.
+        """
+        demo, uwsgi = self.start()
+        self.assertStopsCleanly(demo, uwsgi, signal.SIGHUP)
+
+    def assertNoUwsgiAfterDeath(self, demo, uwsgi, signum):
+        """*signum* kills the demo outright: uwsgi must not outlive it."""
+        pid, _temp_dir = uwsgi
+        port = int(re.search(r'http://127\.0\.0\.1:(\d+)/v2\.1',
+                             demo.output()).group(1))
+        self.assertNotEqual([], session_processes(pid))
+        os.kill(demo.process.pid, signum)
+        self.assertEqual(-signum, demo.finish(STOP_BOUND))
+        deadline = time.monotonic() + STOP_BOUND
+        while session_processes(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        self.assertEqual([], session_processes(pid))
+        # Nobody answers as an admin on its port any more.
+        with socket.socket() as sock:
+            self.assertNotEqual(0, sock.connect_ex(('127.0.0.1', port)))
+
+    def test_sigkill_of_the_demo_stops_uwsgi(self):
+        """No finally runs in the demo: the kernel stops uwsgi."""
+        demo, uwsgi = self.start()
+        self.assertNoUwsgiAfterDeath(demo, uwsgi, signal.SIGKILL)
+
+    def test_a_crash_of_the_demo_stops_uwsgi(self):
+        """A segmentation fault of the demo's interpreter, say."""
+        demo, uwsgi = self.start()
+        self.assertNoUwsgiAfterDeath(demo, uwsgi, signal.SIGSEGV)
