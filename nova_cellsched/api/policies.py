@@ -32,8 +32,8 @@ entry points (``--namespace nova-cellsched`` of the oslopolicy tools).
 import threading
 
 from nova import context as nova_context
-from nova import policy as nova_policy
 from nova.policies import base
+from nova import policy as nova_policy
 from oslo_policy import policy
 
 #: Who gets the header (its phase durations).
@@ -41,8 +41,9 @@ SERVER_TIMING = 'os_compute_api:servers:cellsched:server_timing'
 #: Whose header names cells (slowest cell and its time, down cells).
 SERVER_TIMING_CELLS = SERVER_TIMING + ':cells'
 
-_LISTS = [{'method': 'GET', 'path': '/servers'},
-          {'method': 'GET', 'path': '/servers/detail'}]
+_LISTS: list[policy.Operation] = [
+    {'method': 'GET', 'path': '/servers'},
+    {'method': 'GET', 'path': '/servers/detail'}]
 
 rules = [
     policy.DocumentedRuleDefault(
@@ -100,7 +101,7 @@ def _nova_enforcer() -> policy.Enforcer:
     each use keeps the rules in whichever enforcer is current.
     """
     nova_policy.init()
-    enforcer = nova_policy._ENFORCER
+    enforcer: policy.Enforcer = nova_policy._ENFORCER
     register(enforcer)
     return enforcer
 
@@ -134,7 +135,7 @@ def get_enforcer() -> policy.Enforcer:
     overrides of nova's policy file. Parses nova's configuration files,
     as ``nova.policy.get_enforcer`` does: for those tools only.
     """
-    enforcer = nova_policy.get_enforcer()
+    enforcer: policy.Enforcer = nova_policy.get_enforcer()
     register(enforcer)
     enforcer.load_rules()
     return enforcer
