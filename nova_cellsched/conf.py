@@ -413,21 +413,31 @@ Send a Server-Timing header with the server lists nova-api serves.
 
 A ``GET /servers`` or ``GET /servers/detail`` answered by the
 nova-cellsched lister carries a W3C ``Server-Timing`` response header:
-``total``, ``gather`` (naming the slowest cell), ``merge``, ``objects``,
-``validation`` (when the fast response validation ran) and ``other`` (the
-rest of nova-api's work), in milliseconds. Browsers' developer tools and
-``curl -i`` show it. It tells any client of the API how long each cell
-took, by name.
+``total``, ``gather``, ``merge``, ``objects``, ``view``, ``validation``
+(when the fast response validation ran) and ``other`` (the rest of
+nova-api's work), in milliseconds. Browsers' developer tools and ``curl
+-i`` show it. nova's policy decides who gets it: the policy rule
+``os_compute_api:servers:cellsched:server_timing`` (default ``@``, any
+caller nova let list), and whose ``gather`` names the slowest cell, its
+time and the cells reported down:
+``os_compute_api:servers:cellsched:server_timing:cells`` (default
+``rule:context_is_admin``, admins only). nova-api re-reads its policy
+file when the file changes: a rule changed there applies from the next
+request. This option is mutable: a SIGHUP to nova-api (under uwsgi, a
+worker reload) applies a new value.
 
 Possible values:
 
-* True (default): send the header on served lists.
-* False: send no header (the log line is still written).
+* True (default): send the header on served lists, to whom the policy
+  rules allow.
+* False: send no header to anyone (the log line is still written).
 
 Related options:
 
 * ``[cellsched] api_log_timings``
 * ``[cellsched] api_lister``
+* ``[oslo_policy] policy_file``: nova's policy file, where the two rules
+  can be changed.
 """),
     cfg.BoolOpt(
         'api_log_timings',

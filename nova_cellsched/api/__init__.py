@@ -45,8 +45,10 @@ def filter_factory(global_conf: Mapping[str, Any],
     """paste.deploy filter factory: install, then time served lists.
 
     Requests pass through to nova unchanged; a server list the
-    replacement lister served gets a ``Server-Timing`` header and a log
-    line (:mod:`.server_timing`). On a nova this was not built for, logs
+    replacement lister served gets a ``Server-Timing`` header, for the
+    callers nova's policy lets see it and naming cells only for those it
+    lets see cells (:mod:`.policies`), and a log line
+    (:mod:`.server_timing`). On a nova this was not built for, logs
     one error saying why and leaves nova untouched: nova-api starts and
     serves with its own lister, and the filter passes requests through.
     """
@@ -59,7 +61,8 @@ def filter_factory(global_conf: Mapping[str, Any],
     def timed(app: WsgiApp) -> WsgiApp:
         if not installed:
             return app
-        return server_timing.Middleware(app, _timing_options, _log_timings)
+        return server_timing.Middleware(app, _timing_options, _log_timings,
+                                        _timing_audience)
 
     return timed
 
@@ -70,6 +73,11 @@ def _timing_options() -> tuple[bool, bool]:
     from nova_cellsched import conf as conf_mod
     group = nova.conf.CONF[conf_mod.GROUP_NAME]
     return group.api_server_timing, group.api_log_timings
+
+
+def _timing_audience(environ: dict[str, Any]) -> tuple[bool, bool]:
+    from nova_cellsched.api import policies
+    return policies.audience(environ.get('nova.context'))
 
 
 def _log_timings(info: bool, fmt: str, args: dict[str, Any]) -> None:

@@ -16,9 +16,16 @@ The paste filter (:class:`Middleware`) gives every request a
 :class:`RequestTimings` in its context; the replacement lister fills it
 (:func:`current`, :func:`phase`) when it serves a listing. On the way
 out, a request that listed gets a W3C ``Server-Timing`` response header
-(browsers' developer tools and ``curl -i`` show it) and one log line
-with the same figures, the time each cell's queries took and the cells
-that were down.
+(browsers' developer tools and ``curl -i`` show it) if the caller may
+see it, and one log line with the same figures, the time each cell's
+queries took and the cells that were down.
+
+Who sees what is the caller of the middleware's business (nova's policy
+rules, :mod:`.policies`): the header's phase durations, and whether its
+``gather`` description names cells (the slowest cell and its time, the
+cells reported down). Without the latter the header names no cell and
+gives no cell's time. The log line always has everything: logs are the
+operator's.
 
 Phases, in the order they run in the request's thread: ``gather``
 (the cells' rounds; its description names the slowest cell), ``merge``,
@@ -112,18 +119,22 @@ def _quote(text: str) -> str:
     return '"%s"' % safe.replace('\\', '\\\\').replace('"', '\\"')
 
 
-def header(timings: RequestTimings, total: float) -> str:
+def header(timings: RequestTimings, total: float, *,
+           cells: bool = False) -> str:
     """The ``Server-Timing`` header value (W3C Server Timing).
 
-    ``gather``'s description names the slowest cell that answered and,
-    after it, the cells reported down (``slowest cell1 12.0 ms; down
-    cell4``): a cell the listing gave up on is what its ``dur`` waited
-    for, and it has no time of its own to be the slowest by.
+    The phase durations, in :func:`RequestTimings.breakdown`'s order.
+    With *cells*, ``gather``'s description names the slowest cell that
+    answered and, after it, the cells reported down (``slowest cell1
+    12.0 ms; down cell4``): a cell the listing gave up on is what its
+    ``dur`` waited for, and it has no time of its own to be the slowest
+    by. Without *cells* (the default) the header holds no cell's name,
+    uuid or time, and nothing about which or how many cells were down.
     """
     metrics = []
     for name, seconds in timings.breakdown(total):
         metric = '%s;dur=%.1f' % (name, seconds * 1000)
-        if name == 'gather':
+        if name == 'gather' and cells:
             words = []
             slowest = timings.slowest_cell()
             if slowest is not None:
@@ -157,16 +168,23 @@ class Middleware:
     """The paste filter's WSGI middleware: timings of served lists.
 
     :param app: the next WSGI application.
-    :param enabled: called per request: (send the header, log at INFO).
+    :param enabled: called per served list: (send the header at all,
+        log at INFO).
     :param log: ``log(level_is_info, format, args)`` for the log line.
+    :param audience: called with the request's WSGI environ, once per
+        served list when the header is enabled: (this caller gets the
+        header, its ``gather`` names cells).
     """
 
     def __init__(self, app: WsgiApp,
                  enabled: Callable[[], tuple[bool, bool]],
-                 log: Callable[[bool, str, dict[str, Any]], None]) -> None:
+                 log: Callable[[bool, str, dict[str, Any]], None],
+                 audience: Callable[[dict[str, Any]], tuple[bool, bool]]
+                 ) -> None:
         self.app = app
         self._enabled = enabled
         self._log = log
+        self._audience = audience
 
     def __call__(self, environ: dict[str, Any],
                  start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -181,9 +199,13 @@ class Middleware:
                 if timings.served:
                     total = time.monotonic() - timings.started
                     send_header, info = self._enabled()
+                    cells = False
+                    if send_header:
+                        send_header, cells = self._audience(environ)
                     if send_header:
                         headers = list(headers) + [
-                            ('Server-Timing', header(timings, total))]
+                            ('Server-Timing',
+                             header(timings, total, cells=cells))]
                     fmt, args = log_line(timings, total)
                     self._log(info, fmt, args)
             if exc_info is not None:

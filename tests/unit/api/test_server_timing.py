@@ -20,6 +20,12 @@ from nova_cellsched.api import server_timing
 from tests import server_timing_grammar as grammar
 
 
+#: A loaded test machine (2 cores, several suites) must not fail these:
+#: no deadline, no health check on generation speed.
+SETTINGS = hypothesis.settings(
+    deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow])
+
+
 def timings(**phases):
     t = server_timing.RequestTimings(started=0.0, served=True, listed=3)
     for name, seconds in phases.items():
@@ -32,7 +38,7 @@ class HeaderTest(testtools.TestCase):
     def test_phases_in_order_with_the_slowest_cell_named(self):
         t = timings(gather=0.5, merge=0.01, objects=0.2)
         t.cells = {'cell1': 0.3, 'cell "2"': 0.45}
-        metrics = grammar.parse(server_timing.header(t, 1.0))
+        metrics = grammar.parse(server_timing.header(t, 1.0, cells=True))
         self.assertEqual(['total', 'gather', 'merge', 'objects', 'other'],
                          list(metrics))
         self.assertEqual('1000.0', metrics['total']['dur'])
@@ -45,11 +51,11 @@ class HeaderTest(testtools.TestCase):
         t = timings(gather=3.0)
         t.cells = {'cell1': 0.02}
         t.down = ['cell4', 'cell3']
-        metrics = grammar.parse(server_timing.header(t, 3.1))
+        metrics = grammar.parse(server_timing.header(t, 3.1, cells=True))
         self.assertEqual('slowest cell1 20.0 ms; down cell3, cell4',
                          metrics['gather']['desc'])
         t.cells = {}
-        metrics = grammar.parse(server_timing.header(t, 3.1))
+        metrics = grammar.parse(server_timing.header(t, 3.1, cells=True))
         self.assertEqual('down cell3, cell4', metrics['gather']['desc'])
 
     def test_validation_is_a_phase_when_measured(self):
@@ -57,6 +63,7 @@ class HeaderTest(testtools.TestCase):
             timings(gather=0.1, validation=0.05), 0.2))
         self.assertIn('validation', metrics)
 
+    @SETTINGS
     @hypothesis.given(
         phases=st.dictionaries(st.sampled_from(server_timing.PHASES),
                                st.floats(0, 100)),
@@ -68,13 +75,47 @@ class HeaderTest(testtools.TestCase):
         t = timings(**phases)
         t.cells = cells
         t.down = down
-        metrics = grammar.parse(server_timing.header(t, total))
+        metrics = grammar.parse(server_timing.header(t, total, cells=True))
         parts = sum(float(m['dur']) for name, m in metrics.items()
                     if name != 'total')
         # Rounded to 0.1 ms each.
         self.assertLessEqual(parts, float(metrics['total']['dur'])
                              + 0.05 * len(metrics))
         self.assertGreaterEqual(float(metrics['other']['dur']), 0.0)
+
+
+    @SETTINGS
+    @hypothesis.given(
+        phases=st.dictionaries(st.sampled_from(server_timing.PHASES),
+                               st.floats(0, 100)),
+        cells=st.dictionaries(st.text(min_size=1, max_size=20),
+                              st.floats(0, 100)),
+        down=st.lists(st.text(min_size=1, max_size=20), max_size=3))
+    def test_without_cells_no_description_and_the_same_durations(
+            self, phases, cells, down):
+        """Not allowed cells: no cell named, timed or counted as down.
+
+        The header is the phases' metrics alone, every ``dur`` what the
+        caller allowed cells would get.
+        """
+        t = timings(**phases)
+        t.cells = cells
+        t.down = down
+        blind = grammar.parse(server_timing.header(t, 2.0))
+        self.assertEqual(
+            {name: {'dur': metric['dur']} for name, metric in
+             grammar.parse(server_timing.header(t, 2.0,
+                                                cells=True)).items()},
+            blind)
+
+    def test_cells_are_off_unless_asked(self):
+        t = timings(gather=3.0)
+        t.cells = {'cell1': 0.02}
+        t.down = ['cell4']
+        value = server_timing.header(t, 3.1)
+        self.assertNotIn('cell', value)
+        self.assertNotIn('desc', value)
+        self.assertNotIn('20.0', value)
 
 
 class LogLineTest(testtools.TestCase):
@@ -92,28 +133,38 @@ class LogLineTest(testtools.TestCase):
 
 class MiddlewareTest(testtools.TestCase):
 
-    def call(self, serves, enabled=(True, False)):
+    def call(self, serves, enabled=(True, False), audience=(True, False)):
         logged = []
+        asked = []
 
         def app(environ, start_response):
             if serves:
-                server_timing.current().served = True
+                timings = server_timing.current()
+                timings.served = True
+                timings.cells = {'cell7': 0.001}
+                timings.down = ['cell9']
                 with server_timing.phase('gather'):
                     pass
             start_response('200 OK', [('Content-Type', 'text/plain')])
             return [b'ok']
 
+        def who(environ):
+            asked.append(environ['who'])
+            return audience
+
         middleware = server_timing.Middleware(
             app, lambda: enabled, lambda info, fmt, args: logged.append(
-                (info, fmt % args)))
+                (info, fmt % args)), who)
         seen = {}
 
         def start_response(status, headers, exc_info=None):
             seen['headers'] = dict(headers)
 
-        body = middleware({}, start_response)
+        body = middleware({'who': 'caller'}, start_response)
         self.assertEqual([b'ok'], body)
         self.assertIsNone(server_timing.current())
+        # Asked once per served list with the header on, never otherwise.
+        self.assertEqual(['caller'] if serves and enabled[0] else [], asked)
         return seen['headers'], logged
 
     def test_a_served_list_gets_the_header_and_a_log_line(self):
@@ -126,6 +177,21 @@ class MiddlewareTest(testtools.TestCase):
         headers, logged = self.call(serves=False)
         self.assertNotIn('Server-Timing', headers)
         self.assertEqual([], logged)
+
+    def test_cells_named_only_for_whom_the_audience_allows(self):
+        headers, logged = self.call(serves=True)
+        self.assertNotIn('cell', headers['Server-Timing'])
+        self.assertIn('cell7', logged[0][1])  # logs are the operator's
+        self.assertIn('down: cell9', logged[0][1])
+        headers, _logged = self.call(serves=True, audience=(True, True))
+        self.assertEqual(
+            'slowest cell7 1.0 ms; down cell9',
+            grammar.parse(headers['Server-Timing'])['gather']['desc'])
+
+    def test_caller_not_allowed_no_header_but_the_log_line(self):
+        headers, logged = self.call(serves=True, audience=(False, True))
+        self.assertNotIn('Server-Timing', headers)
+        self.assertEqual(1, len(logged))
 
     def test_option_off_no_header_but_the_log_line(self):
         headers, logged = self.call(serves=True, enabled=(False, True))
