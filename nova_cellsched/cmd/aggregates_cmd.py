@@ -26,6 +26,12 @@ from nova_cellsched import exception
 from nova_cellsched.scheduler import policy as policy_mod
 
 SYNC_COLUMNS = ('Cell', 'Aggregate', 'Provider', 'Action', 'Result')
+#: ``sync-aggregates``'s exit status when the removal guard held a cell
+#: (and placement did not fail): the sync needs an operator's decision.
+HELD_EXIT = 4
+#: Action of a held cell's row (``aggregate_sync.HOLD``, without
+#: importing nova here).
+HOLD = 'hold cell'
 
 
 def placement_configured(conf: Any) -> str | None:
@@ -69,6 +75,11 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
     more. Other aggregates of a provider are kept. Lists what changed;
     nothing to do prints an empty table. A cell whose database cannot be
     read is listed as a failure (exit 1) and its aggregate left as it is.
+    A cell whose database would remove every member of its aggregate, or
+    more than ``[cellsched] aggregate_sync_max_removal`` of them (a cell
+    mapping pointed at a wrong, empty or restored database), is held:
+    listed as a failure, nothing changed in its aggregate, exit 4;
+    ``--force`` makes its changes.
     Placement unreachable or failing (5xx) stops the sync with exit 3:
     nothing is written when it fails while the aggregates are read, and
     no write is started after the failure (removals come after every
@@ -82,6 +93,13 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
                             help='List the changes without making them.')
         parser.add_argument('--cell', metavar='NAME_OR_UUID',
                             help='Only this cell\'s aggregate.')
+        parser.add_argument(
+            '--force', action='store_true',
+            help='Also change the aggregates of the cells the removal '
+                 'guard holds: cells whose database would remove every '
+                 'member of their aggregate, or more than [cellsched] '
+                 'aggregate_sync_max_removal of them. Check the cell '
+                 'mapping\'s database first.')
         parser.add_argument('--workers', metavar='N', type=_positive,
                             help='Placement requests kept in flight '
                             '(default: [cellsched] aggregate_sync_workers, '
@@ -98,9 +116,11 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
             nova_setup.conf().cellsched.aggregate_sync_workers
         placement = aggregate_sync.Placement()
         try:
-            rows = aggregate_sync.sync(placement, cells,
-                                       dry_run=parsed_args.dry_run,
-                                       workers=workers)
+            rows = aggregate_sync.sync(
+                placement, cells, dry_run=parsed_args.dry_run,
+                workers=workers, force=parsed_args.force,
+                max_removal=nova_setup.conf().cellsched
+                .aggregate_sync_max_removal)
         except aggregate_sync.SyncFailed as exc:
             # The table shows how far it went; the error is the last line.
             self._fault = exc
@@ -124,7 +144,11 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
             self.app.stderr.write('nova-cellsched: error: %s\n'
                                   % self._fault)
             return result or self._fault.exit_code
-        return result or (1 if self._failures else 0)
+        if result:
+            return result
+        if any(row.action == HOLD for row in self._failures):
+            return HELD_EXIT
+        return 1 if self._failures else 0
 
 
 def _positive(value: str) -> int:
@@ -157,7 +181,8 @@ def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
             found = aggregate_sync.problems(
                 aggregate_sync.Placement(),
                 select_cells(cell_mappings, None),
-                workers=conf.cellsched.aggregate_sync_workers)
+                workers=conf.cellsched.aggregate_sync_workers,
+                max_removal=conf.cellsched.aggregate_sync_max_removal)
         except exception.CellschedError as exc:
             why_not = 'the cell aggregates were not checked: %s' % exc
     if why_not is not None:

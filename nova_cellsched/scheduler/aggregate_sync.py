@@ -413,11 +413,26 @@ class SyncFailed(exception.CellschedError):
             'the sync again once placement answers' % (cause, done))
 
 
+#: Action of the row of a cell the removal guard holds.
+HOLD = 'hold cell'
+#: Start of the result of such a row.
+HELD = 'failed: held'
+
+
 def sync(placement: Placement, cell_mappings: Iterable[Any],
          dry_run: bool = False,
          nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
-         workers: int = WORKERS) -> list[SyncRow]:
+         workers: int = WORKERS,
+         max_removal: float = aggregates.MAX_REMOVAL,
+         force: bool = False) -> list[SyncRow]:
     """Make each cell aggregate hold exactly its cell's compute nodes.
+
+    A cell whose database would remove every member of its aggregate, or
+    more than *max_removal* of them, is held (see
+    :func:`.aggregates.plan`): nothing is changed in its aggregate, an
+    ERROR naming the cell and the counts is logged and its row (action
+    :data:`HOLD`) is a failure; other cells proceed. *force* holds
+    nothing (the command's ``--force``).
 
     At most *workers* placement requests are in flight. Providers that
     only join aggregates are written first; providers that leave one are
@@ -440,7 +455,14 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
                     'failed: cannot read the cell database (%s); nothing '
                     'changed in its aggregate' % reason)
             for cell, reason in sorted(state.unreadable.items())]
-    changes = aggregates.diff(state.nodes, state.members)
+    planned = aggregates.plan(state.nodes, state.members, max_removal,
+                              force=force)
+    for cell, why in sorted(planned.held.items()):
+        reason = why.reason(state.labels[cell])
+        LOG.error('Cell aggregate sync: %s', reason)
+        rows.append(SyncRow(state.labels[cell], cell, '', HOLD,
+                            '%s: %s' % (HELD, reason)))
+    changes = planned.changes
     results: dict[str, str] = {}
     writer = _Writer(placement)
     if not dry_run and changes:
@@ -460,7 +482,8 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
 
 
 def problems(placement: Placement, cell_mappings: Iterable[Any],
-             workers: int = WORKERS) -> list[str]:
+             workers: int = WORKERS,
+             max_removal: float = aggregates.MAX_REMOVAL) -> list[str]:
     """``check``'s lines about the cell aggregates (see
     :func:`.aggregates.problems`), unreadable cells included.
     """
@@ -472,4 +495,5 @@ def problems(placement: Placement, cell_mappings: Iterable[Any],
     for nodes in state.nodes.values():
         created.update(getattr(nodes, 'created_at', {}))
     return found + aggregates.problems(state.nodes, state.members,
-                                       state.labels, created_at=created)
+                                       state.labels, created_at=created,
+                                       max_removal=max_removal)
