@@ -299,3 +299,55 @@ def _problems(nodes: Mapping[str, Set[str]],
 def _aware(when: datetime.datetime) -> datetime.datetime:
     return when if when.tzinfo is not None else when.replace(
         tzinfo=datetime.timezone.utc)
+
+
+def orphans(compute_providers: Set[str],
+            nodes: Mapping[str, Set[str]]) -> frozenset[str]:
+    """Compute node providers that are a compute node of no cell read.
+
+    :param compute_providers: the providers placement lists with nova's
+        ``COMPUTE_NODE`` trait.
+    :param nodes: cell uuid -> compute node uuids, for every cell; call
+        it only when every cell could be read (a node of an unread cell
+        would look orphaned).
+    """
+    live = frozenset().union(*nodes.values()) if nodes else frozenset()
+    return frozenset(compute_providers) - live
+
+
+def stale(orphan_aggregates: Mapping[str, Set[str]],
+          members: Mapping[str, Set[str]],
+          known: Set[str]) -> dict[str, frozenset[str]]:
+    """The aggregates a deleted cell mapping left behind.
+
+    An aggregate is one when it is no aggregate nova knows (*known*:
+    every cell mapping's uuid and nova's host aggregates) and every one
+    of its members is an orphan compute node (a key of
+    *orphan_aggregates*): a cell aggregate whose cell mapping was
+    deleted. An aggregate with any other member (a compute node of a
+    cell, a sharing or network segment provider) is left alone.
+
+    :param orphan_aggregates: orphan provider -> its aggregates.
+    :param members: aggregate -> its members, for (at least) the
+        aggregates of the orphans that are not in *known*.
+    :returns: stale aggregate -> its members.
+    """
+    found: dict[str, frozenset[str]] = {}
+    candidates = frozenset().union(*orphan_aggregates.values()) - known \
+        if orphan_aggregates else frozenset()
+    for aggregate in sorted(candidates):
+        present = frozenset(members.get(aggregate, frozenset()))
+        if present and present <= set(orphan_aggregates):
+            found[aggregate] = present
+    return found
+
+
+def stale_problem(aggregate: str, providers: Set[str]) -> str:
+    """``check``'s line about the aggregate of a deleted cell mapping."""
+    shown = ', '.join(sorted(providers)[:5]) + (
+        ', ...' if len(providers) > 5 else '')
+    return ('placement aggregate %s holds %d compute node provider(s) of no '
+            'cell nova knows (%s) and is no cell mapping\'s or host '
+            'aggregate\'s: the aggregate of a deleted cell mapping; run '
+            '"nova-cellsched sync-aggregates --remove-stale" to empty it'
+            % (aggregate, len(providers), shown))

@@ -28,6 +28,7 @@ import requests
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
+from tests.functional import db
 from tests.functional import placement_server
 from tests.functional import test_cli
 
@@ -394,6 +395,84 @@ class RemovalGuardCliTest(PlacementCliTestCase):
         done = self.cli('sync-aggregates', conf=wider)
         self.assertExit(0, done)
         self.assertEqual(members - set(gone), self._members('cell2'))
+
+    def _trait(self, provider, trait='COMPUTE_NODE'):
+        generation = self._placement(
+            'GET', '/resource_providers/%s' % provider)['generation']
+        self._placement('PUT', '/resource_providers/%s/traits' % provider,
+                        {'traits': [trait],
+                         'resource_provider_generation': generation})
+
+    def test_deleted_cell_mappings_aggregate_is_reported_and_removed(self):
+        """A cell mapping synced, then deleted (as ``nova-manage cell_v2
+        delete_cell --force`` does) while its compute nodes still report
+        to placement: check names its aggregate; ``--remove-stale``
+        empties it, and only it: an aggregate nova does not know with a
+        non-compute member (a sharing provider) is kept.
+        """
+        doomed = db.add_cell_mapping(self.world.api_url, 'doomed',
+                                     self.world.url_of('cell0'))
+        removed = []
+
+        def unmap():
+            if not removed:
+                db.remove_cell_mapping(self.world.api_url, doomed)
+                removed.append(True)
+
+        self.addCleanup(unmap)
+        nodes = self._add_nodes('cell0', 3)
+        for node in nodes:
+            self._trait(node)
+        self.assertExit(0, self.cli('sync-aggregates', conf=self.conf))
+        self.assertEqual(set(nodes), {rp['uuid'] for rp in self._placement(
+            'GET', '/resource_providers?member_of=%s' % doomed)[
+                'resource_providers']})
+        sharing = str(uuid_lib.uuid4())
+        self._placement('POST', '/resource_providers',
+                        {'uuid': sharing, 'name': sharing})
+        for provider in (nodes[0], sharing):
+            aggs = self._placement(
+                'GET', '/resource_providers/%s/aggregates' % provider)
+            self._placement(
+                'PUT', '/resource_providers/%s/aggregates' % provider,
+                {'aggregates': aggs['aggregates'] + [FOREIGN],
+                 'resource_provider_generation':
+                     aggs['resource_provider_generation']})
+        self.assertExit(0, self.cli('check', conf=self.conf))
+        unmap()
+
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(1, check)
+        self.assertIn('problem: placement aggregate %s holds 3 compute node '
+                      'provider(s) of no cell nova knows (%s)' % (
+                          doomed, ', '.join(sorted(nodes))), check.err)
+        self.assertIn('run "nova-cellsched sync-aggregates --remove-stale"',
+                      check.err)
+        self.assertNotIn(FOREIGN, check.err)
+        self.assertEqual(1, check.err.count('problem:'), check)
+
+        plain = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+        self.assertExit(0, plain)
+        self.assertEqual([], plain.json())
+        dry = self.cli('sync-aggregates', '--remove-stale', '--dry-run',
+                       '-f', 'json', conf=self.conf)
+        self.assertExit(0, dry)
+        self.assertEqual(
+            sorted((doomed, n, 'remove stale', 'dry run') for n in nodes),
+            [(r['Aggregate'], r['Provider'], r['Action'], r['Result'])
+             for r in dry.json()])
+        done = self.cli('sync-aggregates', '--remove-stale', '-f', 'json',
+                        conf=self.conf)
+        self.assertExit(0, done)
+        self.assertEqual({'done'}, {r['Result'] for r in done.json()})
+        self.assertEqual([], self._placement(
+            'GET', '/resource_providers?member_of=%s' % doomed)[
+                'resource_providers'])
+        self.assertEqual({nodes[0], sharing}, {
+            rp['uuid'] for rp in self._placement(
+                'GET', '/resource_providers?member_of=%s' % FOREIGN)[
+                'resource_providers']})
+        self.assertExit(0, self.cli('check', conf=self.conf))
 
     def _undelete(self, cell, nodes):
         engine, table = self._nodes_table(cell)
