@@ -260,3 +260,34 @@ class RemovalGuardTest(base.BaseTestCase):
                 sorted(c for c in plan.changes if c.cell == cell))
         forced = aggregates.plan(nodes, members, share, force=True)
         self.assertEqual(aggregates.diff(nodes, members), forced.changes)
+
+
+class StaleTest(base.BaseTestCase):
+    """The aggregate a deleted cell mapping left behind."""
+
+    def test_orphans_are_compute_providers_of_no_cell(self):
+        self.assertEqual(frozenset({'o1', 'o2'}), aggregates.orphans(
+            {'n1', 'n2', 'o1', 'o2'}, {'c1': {'n1'}, 'c2': {'n2', 'x'}}))
+        self.assertEqual(frozenset({'o1'}), aggregates.orphans({'o1'}, {}))
+
+    def test_only_an_unknown_aggregate_of_orphans_only(self):
+        orphan_aggregates = {'o1': {'gone', 'mixed', 'c1'}, 'o2': {'gone'},
+                             'o3': {'host-agg'}}
+        members = {'gone': {'o1', 'o2'}, 'mixed': {'o1', 'n1'},
+                   'host-agg': {'o3'}}
+        self.assertEqual({'gone': frozenset({'o1', 'o2'})}, aggregates.stale(
+            orphan_aggregates, members, known={'c1', 'host-agg'}))
+        self.assertEqual({}, aggregates.stale({}, {}, known=set()))
+
+    def test_problem_line(self):
+        line = aggregates.stale_problem('agg', {'p%d' % i for i in range(7)})
+        self.assertIn('placement aggregate agg holds 7 compute node '
+                      'provider(s) of no cell nova knows (p0, p1, p2, p3, '
+                      'p4, ...)', line)
+        self.assertIn('sync-aggregates --remove-stale', line)
+
+    def test_command_and_adapter_name_the_held_row_alike(self):
+        from nova_cellsched.cmd import aggregates_cmd
+        from nova_cellsched.scheduler import aggregate_sync
+
+        self.assertEqual(aggregate_sync.HOLD, aggregates_cmd.HOLD)
