@@ -183,6 +183,14 @@ class PeriodicSync:
         return result
 
     def _run(self) -> RunResult:
+        group = self._conf[conf.GROUP_NAME]
+        try:
+            max_removal = float(group.aggregate_sync_max_removal)
+        except (cfg.Error, ValueError) as exc:
+            return RunResult([], '[%s] aggregate_sync_max_removal is not '
+                             'valid: %s; expected a share from 0 to 1 '
+                             '(default 0.5); nothing was changed' % (
+                                 conf.GROUP_NAME, _first_line(exc)))
         try:
             cells = list(self._cell_mappings())
         except Exception as exc:  # noqa: BLE001 - any API database failure
@@ -192,12 +200,11 @@ class PeriodicSync:
         try:
             if self._placement is None:
                 self._placement = self._new_placement()
-            group = self._conf[conf.GROUP_NAME]
             # Never forced: a cell the removal guard holds stays held
             # until an operator runs ``sync-aggregates --force``.
             return RunResult(aggregate_sync.sync(
                 self._placement, cells, workers=group.aggregate_sync_workers,
-                max_removal=group.aggregate_sync_max_removal))
+                max_removal=max_removal))
         except aggregate_sync.SyncFailed as exc:
             return RunResult(exc.rows, str(exc))
         except exception.CellschedError as exc:

@@ -170,6 +170,25 @@ class PeriodicSyncTest(base.BaseTestCase):
         self.assertEqual([(0.5, False), (0.2, False)],
                          [call[3:] for call in self.calls])
 
+    def test_bad_removal_share_changes_nothing(self):
+        """A value oslo.config refuses (SIGHUP'd in): the run changes
+        nothing and says which option and why.
+        """
+        path = os.path.join(self.tmp, 'share.conf')
+        with open(path, 'w') as f:
+            f.write('[cellsched]\naggregate_sync_max_removal = 2\n')
+        bad = cfg.ConfigOpts()
+        conf_mod.register_opts(bad)
+        bad(['--config-file', path], project='nova-cellsched-test')
+        self.useFixture(fixtures.FakeLogger())
+        worker = periodic_sync.PeriodicSync(
+            bad, placement=FakePlacement, cell_mappings=lambda: ['c1'])
+        result = worker.run_once()
+        self.assertEqual([], self.calls)
+        self.assertIn('[cellsched] aggregate_sync_max_removal is not valid',
+                      result.error)
+        self.assertIn('nothing was changed', result.error)
+
     def test_thread_runs_every_interval(self):
         self._interval(1)
         worker = self._worker()
