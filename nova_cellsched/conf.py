@@ -306,8 +306,9 @@ the sync would then empty the aggregate, after which the placement
 pre-filter finds no host for the projects dedicated to that cell. So a
 sync that would remove every member of a cell's aggregate, or more than
 this share of them, changes nothing in that aggregate (no addition
-either), logs an ERROR naming the cell and the counts, and fails for that
-cell (``sync-aggregates`` exits 4); the other cells are synced.
+either) and fails for that cell, naming it and the counts
+(``sync-aggregates`` on stderr, exiting 4; the periodic sync in an ERROR
+line of nova-scheduler's log); the other cells are synced.
 ``nova-cellsched check`` reports such a cell. After checking the cell
 mapping's database (``nova-manage cell_v2 list_cells --verbose``), an
 operator runs ``nova-cellsched sync-aggregates --force --cell CELL`` to

@@ -439,10 +439,11 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
 
     A cell whose database would remove every member of its aggregate, or
     more than *max_removal* of them, is held (see
-    :func:`.aggregates.plan`): nothing is changed in its aggregate, an
-    ERROR naming the cell and the counts is logged and its row (action
-    :data:`HOLD`) is a failure; other cells proceed. *force* holds
-    nothing (the command's ``--force``).
+    :func:`.aggregates.plan`): nothing is changed in its aggregate, and
+    its row (action :data:`HOLD`, naming the cell and the counts) is a
+    failure, which the command prints and the periodic sync logs as an
+    ERROR; other cells proceed. *force* holds nothing (the command's
+    ``--force``).
 
     At most *workers* placement requests are in flight. Providers that
     only join aggregates are written first; providers that leave one are
@@ -468,10 +469,8 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
     planned = aggregates.plan(state.nodes, state.members, max_removal,
                               force=force)
     for cell, why in sorted(planned.held.items()):
-        reason = why.reason(state.labels[cell])
-        LOG.error('Cell aggregate sync: %s', reason)
-        rows.append(SyncRow(state.labels[cell], cell, '', HOLD,
-                            '%s: %s' % (HELD, reason)))
+        rows.append(SyncRow(state.labels[cell], cell, '', HOLD, '%s: %s' % (
+            HELD, why.reason(state.labels[cell]))))
     changes = planned.changes
     results: dict[str, str] = {}
     writer = _Writer(placement)

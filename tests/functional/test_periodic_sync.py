@@ -255,14 +255,12 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
                 [('hold cell', 'failed: held')],
                 [(r.action, r.result[:len('failed: held')])
                  for r in result.failures])
+        cell2 = self.cell_uuids['cell2']
         self.assertIn(
-            'ERROR [nova_cellsched.scheduler.aggregate_sync] Cell aggregate '
-            'sync: the sync would remove 2 of the 2 members of the '
-            'placement aggregate of cell cell2 (%s)' % self.cell_uuids[
-                'cell2'], self.stdlog.logger.output)
-        self.assertIn('Periodic sync of the cell aggregates: cell cell2 (%s):'
-                      ' failed: held' % self.cell_uuids['cell2'],
-                      self.stdlog.logger.output)
+            'ERROR [nova_cellsched.scheduler.periodic_sync] Periodic sync of '
+            'the cell aggregates: cell cell2 (%s): failed: held: the sync '
+            'would remove 2 of the 2 members of the placement aggregate of '
+            'cell cell2 (%s)' % (cell2, cell2), self.stdlog.logger.output)
         self.assertEqual({'small1', 'small2'}, self._members('cell2'))
         self.assertEqual({'c3a'}, self._members('cell3'))
         # The right database back: the project of cell2 gets a host at
