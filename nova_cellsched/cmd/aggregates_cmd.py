@@ -120,6 +120,12 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
 
         every = nova_setup.cell_mappings()
         cells = select_cells(every, parsed_args.cell)
+        only = None
+        if parsed_args.cell is not None:
+            # Every cell is read, only this one changed: the removal
+            # guard tells a node moved to another cell from one gone.
+            only = {cm.uuid for cm in cells}
+            cells = select_cells(every, None)
         workers = parsed_args.workers or \
             nova_setup.conf().cellsched.aggregate_sync_workers
         placement = aggregate_sync.Placement()
@@ -127,7 +133,7 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
         try:
             rows = aggregate_sync.sync(
                 placement, cells, dry_run=parsed_args.dry_run,
-                workers=workers, force=parsed_args.force,
+                workers=workers, force=parsed_args.force, only=only,
                 max_removal=nova_setup.conf().cellsched
                 .aggregate_sync_max_removal)
             if parsed_args.remove_stale:

@@ -434,8 +434,13 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
          nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
          workers: int = WORKERS,
          max_removal: float = aggregates.MAX_REMOVAL,
-         force: bool = False) -> list[SyncRow]:
+         force: bool = False,
+         only: Set[str] | None = None) -> list[SyncRow]:
     """Make each cell aggregate hold exactly its cell's compute nodes.
+
+    *only* (cell uuids) limits the changes to those cells; the other
+    cells of *cell_mappings* are read too, so that the removal guard
+    knows a provider another cell's database lists (moved, not gone).
 
     A cell whose database would remove every member of its aggregate, or
     more than *max_removal* of them, is held (see
@@ -465,9 +470,10 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
     rows = [SyncRow(state.labels[cell], cell, '', 'skip cell',
                     'failed: cannot read the cell database (%s); nothing '
                     'changed in its aggregate' % reason)
-            for cell, reason in sorted(state.unreadable.items())]
+            for cell, reason in sorted(state.unreadable.items())
+            if only is None or cell in only]
     planned = aggregates.plan(state.nodes, state.members, max_removal,
-                              force=force)
+                              force=force, cells=only)
     for cell, why in sorted(planned.held.items()):
         rows.append(SyncRow(state.labels[cell], cell, '', HOLD, '%s: %s' % (
             HELD, why.reason(state.labels[cell]))))

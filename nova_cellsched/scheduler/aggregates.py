@@ -97,33 +97,42 @@ class Held:
                 'more than %g%%' % (self.max_removal * 100))
         return ('the sync would remove %d of the %d members of the placement '
                 'aggregate of cell %s (%s; its database lists %d compute '
-                'node(s)), so nothing is changed in that aggregate: a cell '
-                'mapping pointed at a wrong, empty or restored database '
-                'looks like this; check the cell\'s database connection '
-                '("nova-manage cell_v2 list_cells --verbose"), then run '
-                '"nova-cellsched sync-aggregates --force --cell %s" if '
-                'these nodes are really gone ([cellsched] '
-                'aggregate_sync_max_removal = %g)' % (
-                    self.removals, self.members, label, what, self.nodes,
-                    self.cell, self.max_removal))
+                'node(s), and no other cell\'s lists the ones removed), so '
+                'nothing is changed in that aggregate: a cell mapping '
+                'pointed at a wrong, empty or restored database looks like '
+                'this; check the cell\'s database connection ("nova-manage '
+                'cell_v2 list_cells --verbose"), then run "nova-cellsched '
+                'sync-aggregates --force --cell %s" if these nodes are '
+                'really gone ([cellsched] aggregate_sync_max_removal = %g)'
+                % (self.removals, self.members, label, what, self.nodes,
+                   self.cell, self.max_removal))
 
 
 def held(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
-         max_removal: float = MAX_REMOVAL) -> dict[str, Held]:
+         max_removal: float = MAX_REMOVAL,
+         cells: Set[str] | None = None) -> dict[str, Held]:
     """The cells whose sync would remove too much of their aggregate.
 
-    A cell is held when the sync would remove every member of its
-    (non-empty) aggregate, or more than *max_removal* (a share, 0 to 1)
-    of them. Removing every member is held whatever *max_removal*.
+    Counted are the members to remove that no cell read lists as a
+    compute node (gone from the databases, not moved: a provider the
+    database of another cell lists is known to have moved there). A cell
+    is held when they are every member of its (non-empty) aggregate, or
+    more than *max_removal* (a share, 0 to 1) of them; every member is
+    held whatever *max_removal*.
 
     :param nodes: cell uuid -> compute node uuids, for the cells read.
     :param members: cell uuid -> providers in that cell's aggregate now.
+    :param cells: the cells to decide for (default: every cell in
+        *nodes*); the others' nodes still count as "moved there".
     :returns: cell uuid -> why it is held, for the held cells only.
     """
     found: dict[str, Held] = {}
+    listed = frozenset().union(*nodes.values()) if nodes else frozenset()
     for cell, wanted in nodes.items():
+        if cells is not None and cell not in cells:
+            continue
         present = members.get(cell, frozenset())
-        removals = len(present - wanted)
+        removals = len(present - wanted - listed)
         if removals and (removals == len(present) or
                          removals > max_removal * len(present)):
             found[cell] = Held(cell, removals, len(present), len(wanted),
@@ -144,7 +153,8 @@ class Plan:
 
 
 def plan(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
-         max_removal: float = MAX_REMOVAL, force: bool = False) -> Plan:
+         max_removal: float = MAX_REMOVAL, force: bool = False,
+         cells: Set[str] | None = None) -> Plan:
     """:func:`diff`, without the changes of the cells :func:`held` holds.
 
     A held cell gets no change at all, additions included: a cell mapping
@@ -153,9 +163,11 @@ def plan(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
 
     :param force: hold nothing (the command's ``--force``; the periodic
         sync never forces).
+    :param cells: only these cells' changes (default: every cell read).
     """
-    stopped = {} if force else held(nodes, members, max_removal)
-    changes = [c for c in diff(nodes, members) if c.cell not in stopped]
+    stopped = {} if force else held(nodes, members, max_removal, cells)
+    changes = [c for c in diff(nodes, members) if c.cell not in stopped and
+               (cells is None or c.cell in cells)]
     return Plan(changes, stopped)
 
 

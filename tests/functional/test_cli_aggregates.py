@@ -341,7 +341,8 @@ class RemovalGuardCliTest(PlacementCliTestCase):
         self.assertIn('failed: held: the sync would remove 200 of the 200 '
                       'members of the placement aggregate of cell cell1 '
                       '(%s) (every one; its database lists 0 compute '
-                      'node(s))' % cell1, held.err)
+                      "node(s), and no other cell's lists the ones removed)"
+                      % cell1, held.err)
         self.assertIn('"nova-cellsched sync-aggregates --force --cell %s"'
                       % cell1, held.err)
         self.assertEqual(
