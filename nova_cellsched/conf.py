@@ -263,7 +263,10 @@ run gives up on further updates once 20 providers gave up. Each run
 costs one API database query, one query per cell database and one
 placement request per cell when nothing changed.
 The first run starts one interval after nova-scheduler started, so that
-forking its workers does not wait for it. Same meaning of the values as
+forking its workers does not wait for it; a worker forked later (one
+restarted after it died) waits for a run in progress to end, so that it
+never inherits a lock the run holds. A run never removes past
+``[cellsched] aggregate_sync_max_removal``. Same meaning of the values as
 nova's ``[scheduler] discover_hosts_in_cells_interval``, with which it
 pairs well: host discovery maps a new compute host to its cell, this sync
 then puts its node in the cell's aggregate.
@@ -305,7 +308,9 @@ a wrong, empty or restored database lists none (or another cell's), and
 the sync would then empty the aggregate, after which the placement
 pre-filter finds no host for the projects dedicated to that cell. So a
 sync that would remove every member of a cell's aggregate, or more than
-this share of them, changes nothing in that aggregate (no addition
+this share of them (counting only the members no cell database lists:
+a provider another cell's database lists has moved there and is moved),
+changes nothing in that aggregate (no addition
 either) and fails for that cell, naming it and the counts
 (``sync-aggregates`` on stderr, exiting 4; the periodic sync in an ERROR
 line of nova-scheduler's log); the other cells are synced.
