@@ -263,7 +263,10 @@ run gives up on further updates once 20 providers gave up. Each run
 costs one API database query, one query per cell database and one
 placement request per cell when nothing changed.
 The first run starts one interval after nova-scheduler started, so that
-forking its workers does not wait for it. Same meaning of the values as
+forking its workers does not wait for it; a worker forked later (one
+restarted after it died) waits for a run in progress to end, so that it
+never inherits a lock the run holds. A run never removes past
+``[cellsched] aggregate_sync_max_removal``. Same meaning of the values as
 nova's ``[scheduler] discover_hosts_in_cells_interval``, with which it
 pairs well: host discovery maps a new compute host to its cell, this sync
 then puts its node in the cell's aggregate.
@@ -289,6 +292,52 @@ Related options:
 * ``[cellsched] aggregate_sync_workers``: placement requests in flight.
 * ``[scheduler] discover_hosts_in_cells_interval``: nova's periodic host
   discovery.
+* ``[cellsched] aggregate_sync_max_removal``: the removal guard.
+"""), cfg.FloatOpt(
+    'aggregate_sync_max_removal',
+    default=0.5,
+    min=0.0,
+    max=1.0,
+    mutable=True,
+    help="""
+Largest share of a cell aggregate's members one sync removes on its own.
+
+The sync removes from a cell's placement aggregate the providers that the
+cell database no longer lists as compute nodes. A cell mapping pointed at
+a wrong, empty or restored database lists none (or another cell's), and
+the sync would then empty the aggregate, after which the placement
+pre-filter finds no host for the projects dedicated to that cell. So a
+sync that would remove every member of a cell's aggregate, or more than
+this share of them (counting only the members no cell database lists:
+a provider another cell's database lists has moved there and is moved),
+changes nothing in that aggregate (no addition
+either) and fails for that cell, naming it and the counts
+(``sync-aggregates`` on stderr, exiting 4; the periodic sync in an ERROR
+line of nova-scheduler's log); the other cells are synced.
+``nova-cellsched check`` reports such a cell. After checking the cell
+mapping's database (``nova-manage cell_v2 list_cells --verbose``), an
+operator runs ``nova-cellsched sync-aggregates --force --cell CELL`` to
+make the removals; the periodic sync (``[cellsched]
+aggregate_sync_interval``) never goes past this guard. The default 0.5
+lets a cell lose up to half of its nodes in one run (a rack
+decommissioned in a big cell) and holds what a wrong database looks
+like: all, or most, of the members gone at once.
+
+The command reads the value when it starts; nova-scheduler's periodic
+sync reads it at each run, so a SIGHUP applies a new value from the next
+run on.
+
+Possible values:
+
+* A number from 0 to 1 (default 0.5): the share of the members one sync
+  may remove. 0 holds every removal; 1 holds only the removal of every
+  member, which is held whatever the value.
+
+Related options:
+
+* ``[cellsched] aggregate_sync_interval``: the periodic sync, which
+  never forces.
+* ``[cellsched] placement_prefilter``: what an emptied aggregate breaks.
 """)]
 
 listing_opts = [

@@ -26,6 +26,12 @@ from nova_cellsched import exception
 from nova_cellsched.scheduler import policy as policy_mod
 
 SYNC_COLUMNS = ('Cell', 'Aggregate', 'Provider', 'Action', 'Result')
+#: ``sync-aggregates``'s exit status when the removal guard held a cell
+#: (and placement did not fail): the sync needs an operator's decision.
+HELD_EXIT = 4
+#: Action of a held cell's row (``aggregate_sync.HOLD``, without
+#: importing nova here).
+HOLD = 'hold cell'
 
 
 def placement_configured(conf: Any) -> str | None:
@@ -69,6 +75,13 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
     more. Other aggregates of a provider are kept. Lists what changed;
     nothing to do prints an empty table. A cell whose database cannot be
     read is listed as a failure (exit 1) and its aggregate left as it is.
+    A cell whose database would remove every member of its aggregate, or
+    more than ``[cellsched] aggregate_sync_max_removal`` of them (a cell
+    mapping pointed at a wrong, empty or restored database), is held:
+    listed as a failure, nothing changed in its aggregate, exit 4;
+    ``--force`` makes its changes. ``--remove-stale`` also empties the
+    aggregates deleted cell mappings left behind (an aggregate nova does
+    not know whose members are all compute node providers of no cell).
     Placement unreachable or failing (5xx) stops the sync with exit 3:
     nothing is written when it fails while the aggregates are read, and
     no write is started after the failure (removals come after every
@@ -82,6 +95,18 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
                             help='List the changes without making them.')
         parser.add_argument('--cell', metavar='NAME_OR_UUID',
                             help='Only this cell\'s aggregate.')
+        parser.add_argument(
+            '--force', action='store_true',
+            help='Also change the aggregates of the cells the removal '
+                 'guard holds: cells whose database would remove every '
+                 'member of their aggregate, or more than [cellsched] '
+                 'aggregate_sync_max_removal of them. Check the cell '
+                 'mapping\'s database first.')
+        parser.add_argument(
+            '--remove-stale', action='store_true',
+            help='Also empty the placement aggregates that deleted cell '
+                 'mappings left behind (those "check" reports), whatever '
+                 '--cell.')
         parser.add_argument('--workers', metavar='N', type=_positive,
                             help='Placement requests kept in flight '
                             '(default: [cellsched] aggregate_sync_workers, '
@@ -93,18 +118,31 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
         from nova_cellsched.cmd import nova_setup
         from nova_cellsched.scheduler import aggregate_sync
 
-        cells = select_cells(nova_setup.cell_mappings(), parsed_args.cell)
+        every = nova_setup.cell_mappings()
+        cells = select_cells(every, parsed_args.cell)
+        only = None
+        if parsed_args.cell is not None:
+            # Every cell is read, only this one changed: the removal
+            # guard tells a node moved to another cell from one gone.
+            only = {cm.uuid for cm in cells}
+            cells = select_cells(every, None)
         workers = parsed_args.workers or \
             nova_setup.conf().cellsched.aggregate_sync_workers
         placement = aggregate_sync.Placement()
+        rows: list[Any] = []
         try:
-            rows = aggregate_sync.sync(placement, cells,
-                                       dry_run=parsed_args.dry_run,
-                                       workers=workers)
+            rows = aggregate_sync.sync(
+                placement, cells, dry_run=parsed_args.dry_run,
+                workers=workers, force=parsed_args.force, only=only,
+                max_removal=nova_setup.conf().cellsched
+                .aggregate_sync_max_removal)
+            if parsed_args.remove_stale:
+                rows += _remove_stale(placement, every, workers,
+                                      parsed_args.dry_run)
         except aggregate_sync.SyncFailed as exc:
             # The table shows how far it went; the error is the last line.
             self._fault = exc
-            rows = exc.rows
+            rows = rows + exc.rows
         self._failures = [row for row in rows if row.failed]
         for row in self._failures:
             self.app.stderr.write('%s (cell %s%s)\n' % (
@@ -124,7 +162,35 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
             self.app.stderr.write('nova-cellsched: error: %s\n'
                                   % self._fault)
             return result or self._fault.exit_code
-        return result or (1 if self._failures else 0)
+        if result:
+            return result
+        if any(row.action == HOLD for row in self._failures):
+            return HELD_EXIT
+        return 1 if self._failures else 0
+
+
+def _remove_stale(placement: Any, cell_mappings: Sequence[Any],
+                  workers: int, dry_run: bool) -> list[Any]:
+    """Rows of ``--remove-stale``: every cell is read to tell which
+    compute node providers belong to no cell; a cell that cannot be read
+    makes it a failure (nothing removed).
+    """
+    from nova_cellsched.scheduler import aggregate_sync
+
+    state = aggregate_sync.read_cells(
+        placement, select_cells(cell_mappings, None), workers=workers)
+    stale = aggregate_sync.find_stale(
+        placement, state, known_aggregates(cell_mappings), workers)
+    if stale is None:
+        return [aggregate_sync.SyncRow(
+            aggregate_sync.STALE_CELL, '', '', aggregate_sync.REMOVE_STALE,
+            'failed: the aggregates of deleted cell mappings were not '
+            'looked for: cannot read the compute nodes of cell(s) %s, '
+            'whose nodes would look like a deleted cell\'s; run again '
+            'once they answer' % ', '.join(
+                state.labels[c] for c in sorted(state.unreadable)))]
+    return aggregate_sync.remove_stale(placement, stale, dry_run=dry_run,
+                                       workers=workers)
 
 
 def _positive(value: str) -> int:
@@ -138,6 +204,23 @@ def _positive(value: str) -> int:
             'expected a positive integer (placement requests in flight), '
             'got %r' % value)
     return number
+
+
+def known_aggregates(cell_mappings: Sequence[Any]) -> frozenset[str]:
+    """The aggregates nova knows: every cell mapping's uuid (cell0's
+    included) and nova's host aggregates.
+
+    :raises ApiDatabaseUnreachable: the API database did not answer.
+    """
+    from nova_cellsched.cmd import nova_setup
+    from nova_cellsched.scheduler import aggregate_sync
+
+    try:
+        hosts = aggregate_sync.read_host_aggregates()
+    except nova_setup.DB_ERRORS as exc:
+        raise exception.ApiDatabaseUnreachable(nova_setup.masked_api_url(),
+                                               exc) from exc
+    return hosts | {cm.uuid for cm in cell_mappings}
 
 
 def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
@@ -157,7 +240,9 @@ def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
             found = aggregate_sync.problems(
                 aggregate_sync.Placement(),
                 select_cells(cell_mappings, None),
-                workers=conf.cellsched.aggregate_sync_workers)
+                workers=conf.cellsched.aggregate_sync_workers,
+                max_removal=conf.cellsched.aggregate_sync_max_removal,
+                known=known_aggregates(cell_mappings))
         except exception.CellschedError as exc:
             why_not = 'the cell aggregates were not checked: %s' % exc
     if why_not is not None:

@@ -23,7 +23,7 @@ Commands::
     nova-cellsched --config-file /etc/nova/nova.conf explain --project P
     nova-cellsched --config-file /etc/nova/nova.conf list [options]
     nova-cellsched --config-file /etc/nova/nova.conf sync-aggregates \
-        [--dry-run] [--cell NAME_OR_UUID]
+        [--dry-run] [--cell NAME_OR_UUID] [--force] [--remove-stale]
     nova-cellsched demo [--cells 10] [--instances 10000] [--dir DIR]
 
 Output is a table by default; ``-f json``, ``-f csv``, ``-f value`` and
@@ -47,6 +47,8 @@ Exit codes (each command's are in doc/source/cli/nova-cellsched.rst):
        missing or malformed ``--api-paste`` file)
 3      the nova API database cannot be reached (``sync-aggregates``:
        or the placement API)
+4      ``sync-aggregates``: the removal guard held a cell (its database
+       would empty its aggregate; ``--force`` after checking it)
 =====  ==============================================================
 
 Database passwords never appear in the output: every connection URL is

@@ -40,7 +40,7 @@ import datetime
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 from keystoneauth1 import exceptions as ks_exc
@@ -78,6 +78,9 @@ CONFLICT_GIVE_UPS = 20
 #: requests keeps per host, and a load a normal placement service (a few
 #: API workers) takes next to nova's own traffic.
 WORKERS = 8
+
+#: The trait nova's resource tracker gives a compute node's provider.
+COMPUTE_NODE_TRAIT = 'COMPUTE_NODE'
 
 #: Results of a change; anything else in :attr:`SyncRow.result` is an error.
 DONE = 'done'
@@ -152,6 +155,13 @@ class Placement:
         """Providers in *aggregate* (empty if it has no member)."""
         resp = self._request('get', '/resource_providers?member_of=%s'
                              % aggregate)
+        return frozenset(rp['uuid']
+                         for rp in resp.json()['resource_providers'])
+
+    def compute_providers(self) -> frozenset[str]:
+        """Providers with nova's ``COMPUTE_NODE`` trait (one request)."""
+        resp = self._request('get', '/resource_providers?required=%s'
+                             % COMPUTE_NODE_TRAIT)
         return frozenset(rp['uuid']
                          for rp in resp.json()['resource_providers'])
 
@@ -413,11 +423,32 @@ class SyncFailed(exception.CellschedError):
             'the sync again once placement answers' % (cause, done))
 
 
+#: Action of the row of a cell the removal guard holds.
+HOLD = 'hold cell'
+#: Start of the result of such a row.
+HELD = 'failed: held'
+
+
 def sync(placement: Placement, cell_mappings: Iterable[Any],
          dry_run: bool = False,
          nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
-         workers: int = WORKERS) -> list[SyncRow]:
+         workers: int = WORKERS,
+         max_removal: float = aggregates.MAX_REMOVAL,
+         force: bool = False,
+         only: Set[str] | None = None) -> list[SyncRow]:
     """Make each cell aggregate hold exactly its cell's compute nodes.
+
+    *only* (cell uuids) limits the changes to those cells; the other
+    cells of *cell_mappings* are read too, so that the removal guard
+    knows a provider another cell's database lists (moved, not gone).
+
+    A cell whose database would remove every member of its aggregate, or
+    more than *max_removal* of them, is held (see
+    :func:`.aggregates.plan`): nothing is changed in its aggregate, and
+    its row (action :data:`HOLD`, naming the cell and the counts) is a
+    failure, which the command prints and the periodic sync logs as an
+    ERROR; other cells proceed. *force* holds nothing (the command's
+    ``--force``).
 
     At most *workers* placement requests are in flight. Providers that
     only join aggregates are written first; providers that leave one are
@@ -439,8 +470,14 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
     rows = [SyncRow(state.labels[cell], cell, '', 'skip cell',
                     'failed: cannot read the cell database (%s); nothing '
                     'changed in its aggregate' % reason)
-            for cell, reason in sorted(state.unreadable.items())]
-    changes = aggregates.diff(state.nodes, state.members)
+            for cell, reason in sorted(state.unreadable.items())
+            if only is None or cell in only]
+    planned = aggregates.plan(state.nodes, state.members, max_removal,
+                              force=force, cells=only)
+    for cell, why in sorted(planned.held.items()):
+        rows.append(SyncRow(state.labels[cell], cell, '', HOLD, '%s: %s' % (
+            HELD, why.reason(state.labels[cell]))))
+    changes = planned.changes
     results: dict[str, str] = {}
     writer = _Writer(placement)
     if not dry_run and changes:
@@ -460,9 +497,16 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
 
 
 def problems(placement: Placement, cell_mappings: Iterable[Any],
-             workers: int = WORKERS) -> list[str]:
+             workers: int = WORKERS,
+             max_removal: float = aggregates.MAX_REMOVAL,
+             known: Set[str] | None = None) -> list[str]:
     """``check``'s lines about the cell aggregates (see
     :func:`.aggregates.problems`), unreadable cells included.
+
+    :param known: with every cell mapping's uuid and nova's host
+        aggregates, the aggregates deleted cell mappings left behind are
+        looked for too (:func:`find_stale`; not when a cell could not be
+        read).
     """
     state = read_cells(placement, cell_mappings, workers=workers)
     found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
@@ -471,5 +515,95 @@ def problems(placement: Placement, cell_mappings: Iterable[Any],
     created: dict[str, datetime.datetime] = {}
     for nodes in state.nodes.values():
         created.update(getattr(nodes, 'created_at', {}))
-    return found + aggregates.problems(state.nodes, state.members,
-                                       state.labels, created_at=created)
+    found += aggregates.problems(state.nodes, state.members,
+                                 state.labels, created_at=created,
+                                 max_removal=max_removal)
+    if known is not None:
+        stale = find_stale(placement, state, known, workers)
+        found += [aggregates.stale_problem(aggregate, providers)
+                  for aggregate, providers in sorted((stale or {}).items())]
+    return found
+
+
+def read_host_aggregates() -> frozenset[str]:
+    """uuids of nova's host aggregates (the API database's
+    ``aggregates`` table), which nova mirrors into placement.
+    """
+    from nova.db.api import api as api_db_api
+    from nova.db.api import models as api_models
+    import sqlalchemy as sa
+
+    table = api_models.Aggregate.__table__
+    with api_db_api.get_engine().connect() as conn:
+        return frozenset(str(row[0]) for row in conn.execute(
+            sa.select(table.c.uuid)) if row[0])
+
+
+def find_stale(placement: Placement, state: CellsRead, known: Set[str],
+               workers: int = WORKERS) -> dict[str, frozenset[str]] | None:
+    """The aggregates deleted cell mappings left behind (see
+    :func:`.aggregates.stale`): aggregate -> its members.
+
+    One request lists the compute node providers; each orphan (a
+    compute node provider of no cell) costs one more, and each aggregate
+    of theirs nova does not know one more: nothing more when there is
+    none.
+
+    :param state: every cell mapping's cell, read (:func:`read_cells`).
+    :param known: every cell mapping's uuid and nova's host aggregates.
+    :returns: None when a cell could not be read (its nodes would look
+        orphaned, nothing can be decided).
+    """
+    if state.unreadable:
+        return None
+    orphans = aggregates.orphans(placement.compute_providers(), state.nodes)
+    orphan_aggregates: dict[str, frozenset[str]] = {}
+    members: dict[str, frozenset[str]] = {}
+    with _pool(workers) as pool:
+        found = {p: pool.submit(placement.aggregates_of, p)
+                 for p in sorted(orphans)}
+        for provider, future in found.items():
+            result = future.result()
+            if result is not None:   # deleted meanwhile
+                orphan_aggregates[provider] = result[0]
+        candidates = frozenset().union(
+            *orphan_aggregates.values()) - frozenset(known)
+        listed = {a: pool.submit(placement.members, a)
+                  for a in sorted(candidates)}
+        members = {a: future.result() for a, future in listed.items()}
+    return aggregates.stale(orphan_aggregates, members, known)
+
+
+#: Label and action of the rows of ``sync-aggregates --remove-stale``.
+STALE_CELL = '(deleted cell mapping)'
+REMOVE_STALE = 'remove stale'
+
+
+def remove_stale(placement: Placement, stale: Mapping[str, Set[str]],
+                 dry_run: bool = False,
+                 workers: int = WORKERS) -> list[SyncRow]:
+    """Take every member out of each aggregate of *stale* (aggregate ->
+    members, from :func:`find_stale`); other aggregates of the providers
+    are kept. One row per provider and aggregate.
+
+    :raises SyncFailed: placement failed (unreachable, 5xx) while
+        providers were written; no write was started after the failure.
+    """
+    leave: dict[str, set[str]] = {}
+    for aggregate, providers in stale.items():
+        for provider in providers:
+            leave.setdefault(provider, set()).add(aggregate)
+    results: dict[str, str] = {}
+    writer = _Writer(placement)
+    if not dry_run and leave:
+        with _pool(workers) as pool:
+            results = writer.apply_all(pool, [
+                aggregates.ProviderUpdate(p, frozenset(), frozenset(a))
+                for p, a in sorted(leave.items())])
+    rows = [SyncRow(STALE_CELL, aggregate, provider, REMOVE_STALE,
+                    DRY_RUN if dry_run else results[provider])
+            for aggregate in sorted(stale)
+            for provider in sorted(stale[aggregate])]
+    if writer.fault is not None:
+        raise SyncFailed(writer.fault, rows)
+    return rows

@@ -18,7 +18,9 @@ cell's compute nodes (``compute_nodes.uuid``). :func:`diff` compares what
 each cell's database says with the aggregate members placement has;
 :func:`per_provider` groups the changes into one aggregate update per
 provider, and :func:`updated` computes that update without touching any
-aggregate that is not a cell's.
+aggregate that is not a cell's. :func:`plan` holds the changes of a cell
+whose database would empty its aggregate, or remove more than a share of
+it (a cell mapping pointed at a wrong, empty or restored database).
 """
 
 import dataclasses
@@ -65,6 +67,108 @@ def diff(nodes: Mapping[str, Set[str]],
         changes.extend(Change(cell, p, Action.REMOVE)
                        for p in present - wanted)
     return sorted(changes)
+
+
+#: Share of a cell aggregate's members a sync removes without ``--force``
+#: unless ``[cellsched] aggregate_sync_max_removal`` says otherwise.
+MAX_REMOVAL = 0.5
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """A cell whose changes a sync does not make (the removal guard).
+
+    :ivar cell: cell mapping uuid.
+    :ivar removals: members the cell database no longer lists.
+    :ivar members: members the cell's aggregate has now.
+    :ivar nodes: compute nodes the cell database lists.
+    :ivar max_removal: the share the guard allowed.
+    """
+
+    cell: str
+    removals: int
+    members: int
+    nodes: int
+    max_removal: float
+
+    def reason(self, label: str) -> str:
+        """Why the cell is held and what to do, for logs and ``check``."""
+        what = ('every one' if self.removals == self.members else
+                'more than %g%%' % (self.max_removal * 100))
+        return ('the sync would remove %d of the %d members of the placement '
+                'aggregate of cell %s (%s; its database lists %d compute '
+                'node(s), and no other cell\'s lists the ones removed), so '
+                'nothing is changed in that aggregate: a cell mapping '
+                'pointed at a wrong, empty or restored database looks like '
+                'this; check the cell\'s database connection ("nova-manage '
+                'cell_v2 list_cells --verbose"), then run "nova-cellsched '
+                'sync-aggregates --force --cell %s" if these nodes are '
+                'really gone ([cellsched] aggregate_sync_max_removal = %g)'
+                % (self.removals, self.members, label, what, self.nodes,
+                   self.cell, self.max_removal))
+
+
+def held(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
+         max_removal: float = MAX_REMOVAL,
+         cells: Set[str] | None = None) -> dict[str, Held]:
+    """The cells whose sync would remove too much of their aggregate.
+
+    Counted are the members to remove that no cell read lists as a
+    compute node (gone from the databases, not moved: a provider the
+    database of another cell lists is known to have moved there). A cell
+    is held when they are every member of its (non-empty) aggregate, or
+    more than *max_removal* (a share, 0 to 1) of them; every member is
+    held whatever *max_removal*.
+
+    :param nodes: cell uuid -> compute node uuids, for the cells read.
+    :param members: cell uuid -> providers in that cell's aggregate now.
+    :param cells: the cells to decide for (default: every cell in
+        *nodes*); the others' nodes still count as "moved there".
+    :returns: cell uuid -> why it is held, for the held cells only.
+    """
+    found: dict[str, Held] = {}
+    listed = frozenset().union(*nodes.values()) if nodes else frozenset()
+    for cell, wanted in nodes.items():
+        if cells is not None and cell not in cells:
+            continue
+        present = members.get(cell, frozenset())
+        removals = len(present - wanted - listed)
+        if removals and (removals == len(present) or
+                         removals > max_removal * len(present)):
+            found[cell] = Held(cell, removals, len(present), len(wanted),
+                               max_removal)
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What a sync changes, and the cells it holds.
+
+    :ivar changes: the changes to make, sorted (none of a held cell).
+    :ivar held: cell uuid -> why the sync does not change its aggregate.
+    """
+
+    changes: list[Change]
+    held: Mapping[str, Held]
+
+
+def plan(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
+         max_removal: float = MAX_REMOVAL, force: bool = False,
+         cells: Set[str] | None = None) -> Plan:
+    """:func:`diff`, without the changes of the cells :func:`held` holds.
+
+    A held cell gets no change at all, additions included: a cell mapping
+    pointed at another cell's database would otherwise put that cell's
+    nodes in this cell's aggregate. Other cells proceed.
+
+    :param force: hold nothing (the command's ``--force``; the periodic
+        sync never forces).
+    :param cells: only these cells' changes (default: every cell read).
+    """
+    stopped = {} if force else held(nodes, members, max_removal, cells)
+    changes = [c for c in diff(nodes, members) if c.cell not in stopped and
+               (cells is None or c.cell in cells)]
+    return Plan(changes, stopped)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +234,8 @@ def problems(nodes: Mapping[str, Set[str]],
              members: Mapping[str, Set[str]],
              labels: Mapping[str, str],
              created_at: Mapping[str, datetime.datetime] | None = None,
-             now: datetime.datetime | None = None) -> list[str]:
+             now: datetime.datetime | None = None,
+             max_removal: float = MAX_REMOVAL) -> list[str]:
     """What ``nova-cellsched check`` reports about the cell aggregates.
 
     :param nodes: cell uuid -> compute node uuids, for the cells read.
@@ -141,16 +246,32 @@ def problems(nodes: Mapping[str, Set[str]],
         database; a node missing from its aggregate can have been missing
         that long at most, which the line then says.
     :param now: the time to measure from (default: now, UTC).
-    :returns: one line per problem: a cell with nodes but no aggregate,
-        a node missing from its cell's aggregate, a provider in the
-        aggregate of a cell it is not a compute node of.
+    :param max_removal: ``[cellsched] aggregate_sync_max_removal``.
+    :returns: one line per problem: a cell the sync holds (see
+        :func:`held`: one line for the cell, none for its providers), a
+        cell with nodes but no aggregate, a node missing from its cell's
+        aggregate, a provider in the aggregate of a cell it is not a
+        compute node of.
     """
+    stopped = held(nodes, members, max_removal)
+    found_held = [stopped[cell].reason(labels.get(cell, cell))
+                  for cell in sorted(stopped)]
+    return found_held + _problems(nodes, members, labels, created_at, now,
+                                  skip=frozenset(stopped))
+
+
+def _problems(nodes: Mapping[str, Set[str]],
+              members: Mapping[str, Set[str]],
+              labels: Mapping[str, str],
+              created_at: Mapping[str, datetime.datetime] | None,
+              now: datetime.datetime | None,
+              skip: Set[str] = frozenset()) -> list[str]:
     created_at = created_at or {}
     now = now or datetime.datetime.now(datetime.timezone.utc)
     cell_of = {node: cell for cell, found in nodes.items() for node in found}
     found: list[str] = []
     fix = '; run "nova-cellsched sync-aggregates"'
-    for cell in sorted(nodes):
+    for cell in sorted(set(nodes) - skip):
         label = labels.get(cell, cell)
         present = members.get(cell, frozenset())
         if nodes[cell] and not present:
@@ -170,7 +291,7 @@ def problems(nodes: Mapping[str, Set[str]],
                          'never offers it%s%s' % (
                              node, label,
                              missing_for(created_at.get(node), now), fix))
-    for cell in sorted(set(members) & set(nodes)):
+    for cell in sorted((set(members) & set(nodes)) - skip):
         # The aggregate of a cell that was not read is not checked.
         for provider in sorted(members[cell] - nodes[cell]):
             home = cell_of.get(provider)
@@ -190,3 +311,55 @@ def problems(nodes: Mapping[str, Set[str]],
 def _aware(when: datetime.datetime) -> datetime.datetime:
     return when if when.tzinfo is not None else when.replace(
         tzinfo=datetime.timezone.utc)
+
+
+def orphans(compute_providers: Set[str],
+            nodes: Mapping[str, Set[str]]) -> frozenset[str]:
+    """Compute node providers that are a compute node of no cell read.
+
+    :param compute_providers: the providers placement lists with nova's
+        ``COMPUTE_NODE`` trait.
+    :param nodes: cell uuid -> compute node uuids, for every cell; call
+        it only when every cell could be read (a node of an unread cell
+        would look orphaned).
+    """
+    live = frozenset().union(*nodes.values()) if nodes else frozenset()
+    return frozenset(compute_providers) - live
+
+
+def stale(orphan_aggregates: Mapping[str, Set[str]],
+          members: Mapping[str, Set[str]],
+          known: Set[str]) -> dict[str, frozenset[str]]:
+    """The aggregates a deleted cell mapping left behind.
+
+    An aggregate is one when it is no aggregate nova knows (*known*:
+    every cell mapping's uuid and nova's host aggregates) and every one
+    of its members is an orphan compute node (a key of
+    *orphan_aggregates*): a cell aggregate whose cell mapping was
+    deleted. An aggregate with any other member (a compute node of a
+    cell, a sharing or network segment provider) is left alone.
+
+    :param orphan_aggregates: orphan provider -> its aggregates.
+    :param members: aggregate -> its members, for (at least) the
+        aggregates of the orphans that are not in *known*.
+    :returns: stale aggregate -> its members.
+    """
+    found: dict[str, frozenset[str]] = {}
+    candidates = frozenset().union(*orphan_aggregates.values()) - known \
+        if orphan_aggregates else frozenset()
+    for aggregate in sorted(candidates):
+        present = frozenset(members.get(aggregate, frozenset()))
+        if present and present <= set(orphan_aggregates):
+            found[aggregate] = present
+    return found
+
+
+def stale_problem(aggregate: str, providers: Set[str]) -> str:
+    """``check``'s line about the aggregate of a deleted cell mapping."""
+    shown = ', '.join(sorted(providers)[:5]) + (
+        ', ...' if len(providers) > 5 else '')
+    return ('placement aggregate %s holds %d compute node provider(s) of no '
+            'cell nova knows (%s) and is no cell mapping\'s or host '
+            'aggregate\'s: the aggregate of a deleted cell mapping; run '
+            '"nova-cellsched sync-aggregates --remove-stale" to empty it'
+            % (aggregate, len(providers), shown))

@@ -28,9 +28,13 @@ runs eventlet-patched (``threading`` is then eventlet's, as for every
 thread nova's libraries start), so its placement and database I/O
 cooperates with the hub either way. The workers a fork creates get a
 copy of this module's state but no thread: :class:`PeriodicSync` knows
-the process it belongs to and does nothing in another one. A fork waits
-(boundedly) for a run in progress to end, so no worker starts with a
-lock a run held.
+the process it belongs to and does nothing in another one (a green
+thread, which survives a fork under eventlet, ends there at its next
+wake-up). A fork waits for a run in progress to end, however long it
+takes (logging a warning every :data:`FORK_WAIT` seconds), so no worker
+starts with a lock, a pooled connection or a half-made change that a run
+held: a worker that inherited such a lock, e.g. nova's per-cell
+``target_cell`` lock, would hang on its first use.
 
 A run never raises: a failure (placement unreachable or answering 5xx,
 the API database down, a cell database unreadable, a provider another
@@ -38,6 +42,12 @@ writer keeps changing) is logged as an error naming what failed, and the
 next run starts over from what placement and the databases say then.
 """
 
+# concurrent.futures' thread module registers a fork handler that takes
+# the lock every ThreadPoolExecutor.submit() takes. Fork handlers run
+# before a fork in the reverse order of registration: import it before
+# ours is registered, so a fork first waits for the run (which submits to
+# its pools) and only then takes that lock.
+import concurrent.futures.thread  # noqa: F401,I001
 import dataclasses
 import os
 import threading
@@ -61,7 +71,7 @@ conf.register_opts(CONF)
 OPTION = 'aggregate_sync_interval'
 #: Seconds between runs for an interval of 0, as nova's periodic tasks.
 DEFAULT_SPACING = 60
-#: Seconds a fork waits for a run in progress to end.
+#: Seconds between the warnings of a fork waiting for a run to end.
 FORK_WAIT = 30.0
 
 
@@ -140,6 +150,8 @@ class PeriodicSync:
         self.pid = os.getpid()
         #: Held for the whole of a run (one run at a time; forks wait).
         self.run_lock = threading.Lock()
+        #: Thread ident of the run in progress, if any.
+        self._running_in: int | None = None
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -157,9 +169,13 @@ class PeriodicSync:
     def run_once(self) -> RunResult:
         """One sync; logs what it did or what failed, never raises."""
         with self.run_lock:
-            result = self._run()
-            self._remember(result)
-            self._log(result)
+            self._running_in = threading.get_ident()
+            try:
+                result = self._run()
+                self._remember(result)
+                self._log(result)
+            finally:
+                self._running_in = None
         with self.ran:
             self.runs += 1
             self.last = result
@@ -167,6 +183,14 @@ class PeriodicSync:
         return result
 
     def _run(self) -> RunResult:
+        group = self._conf[conf.GROUP_NAME]
+        try:
+            max_removal = float(group.aggregate_sync_max_removal)
+        except (cfg.Error, ValueError) as exc:
+            return RunResult([], '[%s] aggregate_sync_max_removal is not '
+                             'valid: %s; expected a share from 0 to 1 '
+                             '(default 0.5); nothing was changed' % (
+                                 conf.GROUP_NAME, _first_line(exc)))
         try:
             cells = list(self._cell_mappings())
         except Exception as exc:  # noqa: BLE001 - any API database failure
@@ -176,9 +200,11 @@ class PeriodicSync:
         try:
             if self._placement is None:
                 self._placement = self._new_placement()
-            workers = self._conf[conf.GROUP_NAME].aggregate_sync_workers
-            return RunResult(aggregate_sync.sync(self._placement, cells,
-                                                 workers=workers))
+            # Never forced: a cell the removal guard holds stays held
+            # until an operator runs ``sync-aggregates --force``.
+            return RunResult(aggregate_sync.sync(
+                self._placement, cells, workers=group.aggregate_sync_workers,
+                max_removal=max_removal))
         except aggregate_sync.SyncFailed as exc:
             return RunResult(exc.rows, str(exc))
         except exception.CellschedError as exc:
@@ -299,13 +325,14 @@ class PeriodicSync:
     def _loop(self) -> None:
         while True:
             wait = spacing(self.interval)
-            if wait is None or self._stopping:
+            if wait is None or self._stopping or not self._mine():
                 return
             if self._wake.wait(wait):
                 # Woken: stopped, or a new interval (wait it afresh).
                 self._wake.clear()
                 continue
-            if self._stopping:
+            if self._stopping or not self._mine():
+                # A green thread copied into a forked worker ends here.
                 return
             self.run_once()
 
@@ -334,12 +361,31 @@ class PeriodicSync:
     # -- forks ---------------------------------------------------------------
 
     def before_fork(self) -> bool:
-        """Wait (at most :data:`FORK_WAIT`) for a run to end; True if the
-        run lock is now held and must be released by :meth:`after_fork`.
+        """Wait for a run in progress to end; True if the run lock is now
+        held and must be released by :meth:`after_fork`.
+
+        The wait has no bound: a child forked in the middle of a run
+        would inherit the locks the run's thread held (nova's per-cell
+        ``target_cell`` lock, a connection pool's mutex, ...), with no
+        thread left to release them, and hang on first use. A warning
+        naming the wait is logged every :data:`FORK_WAIT` seconds. A fork
+        made by the run's own thread does not wait (it would wait for
+        itself).
         """
-        if not self._mine():
+        if not self._mine() or self._running_in == threading.get_ident():
             return False
-        return self.run_lock.acquire(timeout=FORK_WAIT)
+        began = time.monotonic()
+        while not self.run_lock.acquire(timeout=FORK_WAIT):
+            LOG.warning('A fork of this process (nova-scheduler starting a '
+                        'worker) has waited %d s for the periodic sync of '
+                        'the cell aggregates to end, and waits on: a '
+                        'worker forked in the middle of a run could hang '
+                        'on a lock the run holds. A run this long waits '
+                        'on placement or a cell database (see the '
+                        '[placement] timeout option and the cell '
+                        'databases\' health)',
+                        time.monotonic() - began)
+        return True
 
     def after_fork(self, held: bool) -> None:
         if held:

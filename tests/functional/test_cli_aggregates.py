@@ -23,20 +23,21 @@ into them, with resource providers of the same uuids in placement.
 
 import uuid as uuid_lib
 
+from nova.db.api import models as api_models
 import requests
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
+from tests.functional import db
 from tests.functional import placement_server
 from tests.functional import test_cli
 
 FOREIGN = 'f0f0f0f0-0000-4000-8000-000000000002'
 
 
-class SyncAggregatesCliTest(test_cli.CliTestCase):
-    """The command's output, effects and exit codes."""
+class PlacementCliTestCase(test_cli.CliTestCase):
+    """A placement server, providers for the cells' compute nodes."""
 
-    WORLD_URL = 'sqlite:///replaced-by-the-fixture'
     CELLS = [
         ('cell0', seed.Population(instances=2, error_only=True)),
         ('cell1', seed.Population(instances=3)),
@@ -107,6 +108,13 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
         return {rp['uuid'] for rp in self._placement(
             'GET', '/resource_providers?member_of=%s'
             % self.world.uuid_of(cell))['resource_providers']}
+
+
+
+class SyncAggregatesCliTest(PlacementCliTestCase):
+    """The command's output, effects and exit codes."""
+
+    WORLD_URL = 'sqlite:///replaced-by-the-fixture'
 
     def test_sync_creates_then_nothing_to_do_json(self):
         """Exit 0 both times; the second run lists no change."""
@@ -260,3 +268,215 @@ class SyncAggregatesCliTest(test_cli.CliTestCase):
                       'the cell aggregates were not checked', strict.err)
 
 
+
+
+class RemovalGuardCliTest(PlacementCliTestCase):
+    """The removal guard of ``sync-aggregates`` and ``check``, on MariaDB
+    cell databases.
+    """
+
+    def _add_nodes(self, cell, count):
+        """*count* compute_nodes rows in *cell* (removed at cleanup) and
+        their resource providers.
+        """
+        engine, table = self._nodes_table(cell)
+        nodes = [str(uuid_lib.uuid4()) for _ in range(count)]
+        rows = []
+        for node in nodes:
+            row = {'uuid': node, 'host': node[:8],
+                   'hypervisor_hostname': node[:8], 'deleted': 0}
+            for column in table.columns:
+                if (column.name not in row and not column.nullable and
+                        not column.primary_key and column.default is None):
+                    row[column.name] = '' if isinstance(
+                        column.type, (sa.String, sa.Text)) else 0
+            rows.append(row)
+        with engine.begin() as conn:
+            conn.execute(table.insert(), rows)
+
+        def remove():
+            with engine.begin() as conn:
+                conn.execute(table.delete().where(table.c.uuid.in_(nodes)))
+
+        self.addCleanup(remove)
+        for node in nodes:
+            self._placement('POST', '/resource_providers',
+                            {'uuid': node, 'name': node})
+        return nodes
+
+    def _point(self, cell, database):
+        """Point *cell*'s mapping at *database* (restored at cleanup)."""
+        table = api_models.CellMapping.__table__
+        engine = sa.create_engine(self.world.api_url)
+        self.addCleanup(engine.dispose)
+
+        def point(url):
+            with engine.begin() as conn:
+                conn.execute(table.update().where(
+                    table.c.uuid == self.world.uuid_of(cell)).values(
+                        database_connection=url))
+
+        point(database)
+        self.addCleanup(point, self.world.url_of(cell))
+
+    def test_wrong_database_never_empties_the_aggregate(self):
+        """The reproduction: cell1's aggregate has 200 members and its
+        mapping is pointed at a database without compute nodes (cell0's).
+        The sync holds cell1 (exit 4, the cell and the counts on stderr),
+        syncs cell2; check reports it; --force makes the removals.
+        """
+        cell1 = self.world.uuid_of('cell1')
+        self._add_nodes('cell1', 200 - len(self.nodes['cell1']))
+        first = self.cli('sync-aggregates', conf=self.conf)
+        self.assertExit(0, first)
+        self.assertEqual(200, len(self._members('cell1')))
+        new = self._add_node('cell2')
+        self._point('cell1', self.world.url_of('cell0'))
+
+        held = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+
+        self.assertExit(4, held)
+        self.assertEqual(200, len(self._members('cell1')))
+        self.assertIn(new, self._members('cell2'))
+        self.assertIn('failed: held: the sync would remove 200 of the 200 '
+                      'members of the placement aggregate of cell cell1 '
+                      '(%s) (every one; its database lists 0 compute '
+                      "node(s), and no other cell's lists the ones removed)"
+                      % cell1, held.err)
+        self.assertIn('"nova-cellsched sync-aggregates --force --cell %s"'
+                      % cell1, held.err)
+        self.assertEqual(
+            [(cell1, '', 'hold cell'), (self.world.uuid_of('cell2'), new,
+                                        'add')],
+            [(r['Aggregate'], r['Provider'], r['Action'])
+             for r in held.json()])
+        dry = self.cli('sync-aggregates', '--dry-run', conf=self.conf)
+        self.assertExit(4, dry)
+
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(1, check)
+        self.assertIn('problem: the sync would remove 200 of the 200 '
+                      'members of the placement aggregate of cell cell1',
+                      check.err)
+        self.assertEqual(1, check.err.count('problem:'), check)
+
+        forced = self.cli('sync-aggregates', '--force', '--cell', 'cell1',
+                          conf=self.conf)
+        self.assertExit(0, forced)
+        self.assertEqual(set(), self._members('cell1'))
+
+    def test_more_than_the_share_is_held_unless_allowed(self):
+        """Removing more than [cellsched] aggregate_sync_max_removal
+        (0.5) of cell2's members is held; half is not; a larger share
+        lets the sync make it.
+        """
+        self._add_nodes('cell2', 4)
+        self.assertExit(0, self.cli('sync-aggregates', conf=self.conf))
+        members = self._members('cell2')
+        engine, table = self._nodes_table('cell2')
+        gone = sorted(members)[:len(members) // 2 + 1]
+        with engine.begin() as conn:
+            conn.execute(table.update().where(
+                table.c.uuid.in_(gone)).values(deleted=table.c.id))
+        self.addCleanup(self._undelete, 'cell2', gone)
+
+        held = self.cli('sync-aggregates', conf=self.conf)
+        self.assertExit(4, held)
+        self.assertIn('the sync would remove %d of the %d members of the '
+                      'placement aggregate of cell cell2 (%s) (more than '
+                      '50%%' % (len(gone), len(members),
+                                self.world.uuid_of('cell2')), held.err)
+        self.assertEqual(members, self._members('cell2'))
+
+        wider = test_cli.write_conf(
+            self.tmp, 'wider.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1',
+            extra='aggregate_sync_max_removal = 0.9\n%s'
+                  % placement_server.nova_conf(self.endpoint))
+        done = self.cli('sync-aggregates', conf=wider)
+        self.assertExit(0, done)
+        self.assertEqual(members - set(gone), self._members('cell2'))
+
+    def _trait(self, provider, trait='COMPUTE_NODE'):
+        generation = self._placement(
+            'GET', '/resource_providers/%s' % provider)['generation']
+        self._placement('PUT', '/resource_providers/%s/traits' % provider,
+                        {'traits': [trait],
+                         'resource_provider_generation': generation})
+
+    def test_deleted_cell_mappings_aggregate_is_reported_and_removed(self):
+        """A cell mapping synced, then deleted (as ``nova-manage cell_v2
+        delete_cell --force`` does) while its compute nodes still report
+        to placement: check names its aggregate; ``--remove-stale``
+        empties it, and only it: an aggregate nova does not know with a
+        non-compute member (a sharing provider) is kept.
+        """
+        doomed = db.add_cell_mapping(self.world.api_url, 'doomed',
+                                     self.world.url_of('cell0'))
+        removed = []
+
+        def unmap():
+            if not removed:
+                db.remove_cell_mapping(self.world.api_url, doomed)
+                removed.append(True)
+
+        self.addCleanup(unmap)
+        nodes = self._add_nodes('cell0', 3)
+        for node in nodes:
+            self._trait(node)
+        self.assertExit(0, self.cli('sync-aggregates', conf=self.conf))
+        self.assertEqual(set(nodes), {rp['uuid'] for rp in self._placement(
+            'GET', '/resource_providers?member_of=%s' % doomed)[
+                'resource_providers']})
+        sharing = str(uuid_lib.uuid4())
+        self._placement('POST', '/resource_providers',
+                        {'uuid': sharing, 'name': sharing})
+        for provider in (nodes[0], sharing):
+            aggs = self._placement(
+                'GET', '/resource_providers/%s/aggregates' % provider)
+            self._placement(
+                'PUT', '/resource_providers/%s/aggregates' % provider,
+                {'aggregates': aggs['aggregates'] + [FOREIGN],
+                 'resource_provider_generation':
+                     aggs['resource_provider_generation']})
+        self.assertExit(0, self.cli('check', conf=self.conf))
+        unmap()
+
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(1, check)
+        self.assertIn('problem: placement aggregate %s holds 3 compute node '
+                      'provider(s) of no cell nova knows (%s)' % (
+                          doomed, ', '.join(sorted(nodes))), check.err)
+        self.assertIn('run "nova-cellsched sync-aggregates --remove-stale"',
+                      check.err)
+        self.assertNotIn(FOREIGN, check.err)
+        self.assertEqual(1, check.err.count('problem:'), check)
+
+        plain = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+        self.assertExit(0, plain)
+        self.assertEqual([], plain.json())
+        dry = self.cli('sync-aggregates', '--remove-stale', '--dry-run',
+                       '-f', 'json', conf=self.conf)
+        self.assertExit(0, dry)
+        self.assertEqual(
+            sorted((doomed, n, 'remove stale', 'dry run') for n in nodes),
+            [(r['Aggregate'], r['Provider'], r['Action'], r['Result'])
+             for r in dry.json()])
+        done = self.cli('sync-aggregates', '--remove-stale', '-f', 'json',
+                        conf=self.conf)
+        self.assertExit(0, done)
+        self.assertEqual({'done'}, {r['Result'] for r in done.json()})
+        self.assertEqual([], self._placement(
+            'GET', '/resource_providers?member_of=%s' % doomed)[
+                'resource_providers'])
+        self.assertEqual({nodes[0], sharing}, {
+            rp['uuid'] for rp in self._placement(
+                'GET', '/resource_providers?member_of=%s' % FOREIGN)[
+                'resource_providers']})
+        self.assertExit(0, self.cli('check', conf=self.conf))
+
+    def _undelete(self, cell, nodes):
+        engine, table = self._nodes_table(cell)
+        with engine.begin() as conn:
+            conn.execute(table.update().where(
+                table.c.uuid.in_(nodes)).values(deleted=0))

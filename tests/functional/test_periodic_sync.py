@@ -229,6 +229,48 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         self.assertTrue(worker.run_once().ok)
         self._assert_converged()
 
+    def test_emptied_cell_database_never_empties_its_aggregate(self):
+        """cell2's database suddenly lists no compute node (a restored or
+        wrong database): every run holds cell2, logging an ERROR naming
+        it and the counts, and leaves its aggregate whole, while cell3's
+        deleted node still leaves (1 of 2 members, within the default
+        share). Once the right database is back, the project dedicated
+        to cell2 gets a host with the pre-filter at once.
+        """
+        self._out_of_sync()
+        self._put('small1', lambda p: p | {self.cell_uuids['cell2']})
+        ctxt = nova_context.get_admin_context()
+        with nova_context.target_cell(ctxt,
+                                      self.cell_mappings['cell2']) as cctxt:
+            engine = main_db_api.get_engine(context=cctxt)
+            table = sa.Table('compute_nodes', sa.MetaData(),
+                             autoload_with=engine)
+            with engine.begin() as connection:
+                connection.execute(table.update().values(deleted=table.c.id))
+        worker = self._worker()
+        for _ in range(2):
+            result = worker.run_once()
+            self.assertIsNone(result.error)
+            self.assertEqual(
+                [('hold cell', 'failed: held')],
+                [(r.action, r.result[:len('failed: held')])
+                 for r in result.failures])
+        cell2 = self.cell_uuids['cell2']
+        self.assertIn(
+            'ERROR [nova_cellsched.scheduler.periodic_sync] Periodic sync of '
+            'the cell aggregates: cell cell2 (%s): failed: held: the sync '
+            'would remove 2 of the 2 members of the placement aggregate of '
+            'cell cell2 (%s)' % (cell2, cell2), self.stdlog.logger.output)
+        self.assertEqual({'small1', 'small2'}, self._members('cell2'))
+        self.assertEqual({'c3a'}, self._members('cell3'))
+        # The right database back: the project of cell2 gets a host at
+        # once, no sync needed.
+        with engine.begin() as connection:
+            connection.execute(table.update().values(deleted=0))
+        self._prefilter(True)
+        self.assertIn(self._boot(MAPPED)['OS-EXT-SRV-ATTR:host'],
+                      {'small1', 'small2'})
+
     def test_api_database_unreadable_is_logged(self):
         def broken():
             raise OSError('API database gone')

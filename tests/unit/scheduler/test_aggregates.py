@@ -167,3 +167,150 @@ class MissingForTest(base.BaseTestCase):
         self.assertIn('(missing for at most 2 d 0 h: the cell database '
                       'says its oldest node was created at 2025-02-27 '
                       '12:00:00 UTC)', found[0])
+
+
+class RemovalGuardTest(base.BaseTestCase):
+    """A sync never empties a cell aggregate, nor removes more than the
+    allowed share of it, unless forced; other cells proceed.
+    """
+
+    MEMBERS = frozenset('p%03d' % i for i in range(200))
+
+    def test_empty_cell_database_holds_the_cell_only(self):
+        """The reproduction: 200 members, the cell database lists none
+        (a mapping pointed at an empty database). Nothing of that cell
+        changes; the other cell is synced.
+        """
+        plan = aggregates.plan({'c1': frozenset(), 'c2': {'n1'}},
+                               {'c1': self.MEMBERS})
+        self.assertEqual([Change('c2', 'n1', Action.ADD)], plan.changes)
+        self.assertEqual({'c1'}, set(plan.held))
+        held = plan.held['c1']
+        self.assertEqual((200, 200, 0), (held.removals, held.members,
+                                         held.nodes))
+        reason = held.reason('cell1 (c1)')
+        self.assertIn('the sync would remove 200 of the 200 members of the '
+                      'placement aggregate of cell cell1 (c1) (every one; '
+                      "its database lists 0 compute node(s), and no other "
+                      "cell's lists the ones removed)", reason)
+        self.assertIn('"nova-cellsched sync-aggregates --force --cell c1"',
+                      reason)
+
+    def test_another_cells_database_adds_nothing_either(self):
+        """A mapping pointed at another cell's database: its nodes are
+        not put in this cell's aggregate.
+        """
+        plan = aggregates.plan({'c1': {'x1', 'x2'}}, {'c1': {'p1', 'p2'}})
+        self.assertEqual([], plan.changes)
+        self.assertEqual({'c1'}, set(plan.held))
+
+    def test_share(self):
+        members = {'c1': frozenset('abcd')}
+        half = aggregates.plan({'c1': frozenset('ab')}, members)
+        self.assertEqual({}, half.held)
+        self.assertEqual(2, len(half.changes))
+        more = aggregates.plan({'c1': frozenset('a')}, members)
+        self.assertEqual('more than 50%', more.held['c1'].reason('c1')
+                         .split('(', 1)[1].split(';')[0])
+        self.assertEqual([], more.changes)
+        allowed = aggregates.plan({'c1': frozenset('a')}, members,
+                                  max_removal=0.75)
+        self.assertEqual({}, allowed.held)
+        none = aggregates.plan({'c1': frozenset('abc')}, members,
+                               max_removal=0.0)
+        self.assertEqual({'c1'}, set(none.held))
+
+    def test_members_moved_to_another_cell_are_not_held(self):
+        """A stray of another cell (read) in a cell's aggregate, or a
+        whole aggregate's nodes moved to another cell: the sync moves
+        them; it counts only the members no cell database lists.
+        """
+        stray = aggregates.plan({'c1': {'a', 'b'}, 'c2': {'s'}},
+                                {'c1': {'s'}})
+        self.assertEqual({}, stray.held)
+        self.assertIn(Change('c1', 's', Action.REMOVE), stray.changes)
+        moved = aggregates.plan({'c1': frozenset(), 'c2': {'p', 'q'}},
+                                {'c1': {'p', 'q'}, 'c2': {'p', 'q'}})
+        self.assertEqual({}, moved.held)
+        self.assertEqual(2, len(moved.changes))
+        # Only c1's changes, c2 read: the stray is still known to be c2's.
+        one = aggregates.plan({'c1': {'a'}, 'c2': {'s'}},
+                              {'c1': {'s'}, 'c2': set()}, cells={'c1'})
+        self.assertEqual(
+            [Change('c1', 'a', Action.ADD), Change('c1', 's', Action.REMOVE)],
+            one.changes)
+
+    def test_removing_every_member_is_held_whatever_the_share(self):
+        plan = aggregates.plan({'c1': frozenset()}, {'c1': {'p'}},
+                               max_removal=1.0)
+        self.assertEqual({'c1'}, set(plan.held))
+
+    def test_force_holds_nothing(self):
+        plan = aggregates.plan({'c1': frozenset()}, {'c1': self.MEMBERS},
+                               force=True)
+        self.assertEqual({}, plan.held)
+        self.assertEqual(200, len(plan.changes))
+
+    def test_check_reports_a_held_cell_once(self):
+        found = aggregates.problems({'c1': frozenset(), 'c2': {'n1'}},
+                                    {'c1': self.MEMBERS, 'c2': {'n1'}},
+                                    {'c1': 'cell1 (c1)'})
+        self.assertEqual(1, len(found), found)
+        self.assertTrue(found[0].startswith(
+            'the sync would remove 200 of the 200 members'), found)
+
+    @PROPERTY
+    @hypothesis.given(worlds(), st.floats(0.0, 1.0))
+    def test_plan_never_removes_past_the_guard(self, world, share):
+        nodes, present = world
+        members = members_of(present)
+        plan = aggregates.plan(nodes, members, max_removal=share)
+        for cell in nodes:
+            had = members.get(cell, frozenset())
+            gone = {c.provider for c in plan.changes
+                    if c.cell == cell and c.action is Action.REMOVE}
+            if cell in plan.held:
+                self.assertFalse([c for c in plan.changes
+                                  if c.cell == cell])
+                continue
+            listed = set().union(*nodes.values())
+            vanish = gone - listed
+            self.assertTrue(not had or len(vanish) < len(had))
+            self.assertLessEqual(len(vanish), share * len(had))
+            self.assertEqual(
+                sorted(c for c in aggregates.diff(nodes, members)
+                       if c.cell == cell),
+                sorted(c for c in plan.changes if c.cell == cell))
+        forced = aggregates.plan(nodes, members, share, force=True)
+        self.assertEqual(aggregates.diff(nodes, members), forced.changes)
+
+
+class StaleTest(base.BaseTestCase):
+    """The aggregate a deleted cell mapping left behind."""
+
+    def test_orphans_are_compute_providers_of_no_cell(self):
+        self.assertEqual(frozenset({'o1', 'o2'}), aggregates.orphans(
+            {'n1', 'n2', 'o1', 'o2'}, {'c1': {'n1'}, 'c2': {'n2', 'x'}}))
+        self.assertEqual(frozenset({'o1'}), aggregates.orphans({'o1'}, {}))
+
+    def test_only_an_unknown_aggregate_of_orphans_only(self):
+        orphan_aggregates = {'o1': {'gone', 'mixed', 'c1'}, 'o2': {'gone'},
+                             'o3': {'host-agg'}}
+        members = {'gone': {'o1', 'o2'}, 'mixed': {'o1', 'n1'},
+                   'host-agg': {'o3'}}
+        self.assertEqual({'gone': frozenset({'o1', 'o2'})}, aggregates.stale(
+            orphan_aggregates, members, known={'c1', 'host-agg'}))
+        self.assertEqual({}, aggregates.stale({}, {}, known=set()))
+
+    def test_problem_line(self):
+        line = aggregates.stale_problem('agg', {'p%d' % i for i in range(7)})
+        self.assertIn('placement aggregate agg holds 7 compute node '
+                      'provider(s) of no cell nova knows (p0, p1, p2, p3, '
+                      'p4, ...)', line)
+        self.assertIn('sync-aggregates --remove-stale', line)
+
+    def test_command_and_adapter_name_the_held_row_alike(self):
+        from nova_cellsched.cmd import aggregates_cmd
+        from nova_cellsched.scheduler import aggregate_sync
+
+        self.assertEqual(aggregate_sync.HOLD, aggregates_cmd.HOLD)

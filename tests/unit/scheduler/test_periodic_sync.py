@@ -115,8 +115,9 @@ class PeriodicSyncTest(base.BaseTestCase):
             'nova_cellsched.scheduler.aggregate_sync.sync', self._sync))
         self.rows = []
 
-    def _sync(self, placement, cells, workers):
-        self.calls.append((placement, list(cells), workers))
+    def _sync(self, placement, cells, workers, max_removal, force=False):
+        self.calls.append((placement, list(cells), workers, max_removal,
+                           force))
         return self.rows
 
     def _worker(self, **kwargs):
@@ -154,6 +155,39 @@ class PeriodicSyncTest(base.BaseTestCase):
         self.assertTrue(result.ok)
         self.assertEqual(['c1'], self.calls[0][1])
         self.assertEqual(3, self.calls[0][2])
+
+    def test_run_uses_the_removal_guard_and_never_forces(self):
+        """``[cellsched] aggregate_sync_max_removal`` as it is at each run
+        (a SIGHUP changes it for the next run); never ``force``.
+        """
+        worker = self._worker()
+        worker.run_once()
+        self.conf.set_override('aggregate_sync_max_removal', 0.2,
+                               group='cellsched')
+        self.addCleanup(self.conf.clear_override,
+                        'aggregate_sync_max_removal', group='cellsched')
+        worker.run_once()
+        self.assertEqual([(0.5, False), (0.2, False)],
+                         [call[3:] for call in self.calls])
+
+    def test_bad_removal_share_changes_nothing(self):
+        """A value oslo.config refuses (SIGHUP'd in): the run changes
+        nothing and says which option and why.
+        """
+        path = os.path.join(self.tmp, 'share.conf')
+        with open(path, 'w') as f:
+            f.write('[cellsched]\naggregate_sync_max_removal = 2\n')
+        bad = cfg.ConfigOpts()
+        conf_mod.register_opts(bad)
+        bad(['--config-file', path], project='nova-cellsched-test')
+        self.useFixture(fixtures.FakeLogger())
+        worker = periodic_sync.PeriodicSync(
+            bad, placement=FakePlacement, cell_mappings=lambda: ['c1'])
+        result = worker.run_once()
+        self.assertEqual([], self.calls)
+        self.assertIn('[cellsched] aggregate_sync_max_removal is not valid',
+                      result.error)
+        self.assertIn('nothing was changed', result.error)
 
     def test_thread_runs_every_interval(self):
         self._interval(1)
@@ -198,7 +232,7 @@ class PeriodicSyncTest(base.BaseTestCase):
                       logged.output)
 
     def test_run_never_raises(self):
-        def broken(placement, cells, workers):
+        def broken(placement, cells, workers, max_removal):
             raise RuntimeError('boom')
 
         self.useFixture(fixtures.MonkeyPatch(
@@ -244,6 +278,67 @@ class PeriodicSyncTest(base.BaseTestCase):
         worker.after_fork(True)
         self.assertTrue(worker.run_lock.acquire(blocking=False))
         worker.run_lock.release()
+
+    def test_fork_never_proceeds_mid_run(self):
+        """A run that outlasts FORK_WAIT: a real fork (as oslo.service
+        forks nova-scheduler's workers) waits until the run ended, so
+        the child inherits no lock the run held, and the run's pool
+        submissions (which take concurrent.futures' fork lock) do not
+        deadlock the waiting fork. Run in a subprocess, bounded.
+        """
+        script = textwrap.dedent("""
+            import concurrent.futures
+            import os
+            import threading
+            import time
+
+            from oslo_config import cfg
+
+            from nova_cellsched import conf as conf_mod
+            from nova_cellsched.scheduler import aggregate_sync
+            from nova_cellsched.scheduler import periodic_sync
+
+            periodic_sync.FORK_WAIT = 0.2
+            held = threading.Lock()   # what a run holds: a pool mutex...
+            started = threading.Event()
+            ended = []
+
+            def sync(placement, cells, **kwargs):
+                with held:
+                    started.set()
+                    time.sleep(1.0)   # outlasts FORK_WAIT
+                    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                        pool.submit(time.sleep, 0.1).result()
+                    ended.append(time.monotonic())
+                return []
+
+            aggregate_sync.sync = sync
+            conf = cfg.ConfigOpts()
+            conf_mod.register_opts(conf)
+            conf([], project='nova-cellsched-test')
+            worker = periodic_sync.PeriodicSync(
+                conf, placement=object, cell_mappings=lambda: ['c1'])
+            periodic_sync._worker = worker
+            periodic_sync._register_fork_handlers()
+            run = threading.Thread(target=worker.run_once)
+            run.start()
+            started.wait(10)
+            pid = os.fork()
+            if pid == 0:
+                free = held.acquire(timeout=2)
+                os._exit(0 if ended and free else 1)
+            _, status = os.waitpid(pid, 0)
+            run.join(10)
+            print('child exit %d, run ok %s' % (
+                os.waitstatus_to_exitcode(status), worker.last.ok))
+        """)
+        env = dict(os.environ, PYTHONPATH=TOP)
+        done = subprocess.run([sys.executable, '-c', script], env=env,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn('child exit 0, run ok True', done.stdout)
+        self.assertIn('has waited 0 s for the periodic sync of the cell '
+                      'aggregates to end, and waits on', done.stderr)
 
     def test_missing_since_is_remembered_until_added(self):
         now = [100.0]
