@@ -123,15 +123,19 @@ Seconds after which ProjectCellFilter reads the cell mappings again.
 
 The filter resolves the cell names of ``[cellsched] cells_default`` and
 ``cells_projects`` to cell uuids through the cell mappings of the API
-database, which it caches. The cache is also reloaded when the options
-change and when a host of a cell it does not know shows up (a new cell);
-this age limit catches the rest, such as a renamed cell or one disabled
-with ``nova-manage cell_v2 update_cell``. One small query per period per
-scheduler worker.
+database, which it caches. The cache is also reloaded at start, on every
+SIGHUP to nova-scheduler (as nova reloads its own cell caches), when the
+options change and when a host of a cell it does not know shows up (a
+new cell); this age limit catches the rest, such as a cell renamed with
+``nova-manage cell_v2 update_cell`` and no SIGHUP sent. Which cells are
+disabled for new servers follows nova-scheduler's own view, read at
+start and on SIGHUP, not this age. One small query per period per
+scheduler worker. Takes effect at the next request.
 
 Possible values:
 
-* 0: reload only on option changes and unknown cells.
+* 0: reload only at start, on SIGHUP, on option changes and unknown
+  cells.
 * A positive number of seconds (default 300).
 
 Related options:

@@ -83,7 +83,10 @@ class ProjectCellFilter(filters.BaseHostFilter):
     def __init__(self) -> None:
         super().__init__()
         # Fails here, so the scheduler does not start, on a malformed value.
-        state.get()
+        # Then the cell mappings are read, as nova's HostManager has just
+        # read its cells before building its filters: the cells nova
+        # schedules to are the enabled ones of this read until a SIGHUP.
+        state.get().cache.reset()
         # The filter nova-scheduler builds installs its placement half;
         # idempotent, and a no-op until [cellsched] placement_prefilter.
         request_filter.register()

@@ -26,10 +26,15 @@ The rules:
   filter does not load). A later value that does not parse is logged once
   at error level and the last good mapping stays in force.
 * Cell mappings are loaded on first use, on every change of the options,
-  when they are older than ``max_age`` seconds, and when
-  :meth:`refresh_cells` is asked to (a host in a cell the cache does not
-  know), at most once per ``min_refresh_interval`` seconds. A failed load
-  keeps the last good cells and is logged.
+  when they are older than ``max_age`` seconds, when :meth:`refresh_cells`
+  is asked to (a host in a cell the cache does not know), at most once per
+  ``min_refresh_interval`` seconds, and on every :meth:`reset` (what
+  nova-scheduler does with its own cell caches at start and on SIGHUP).
+  A failed load keeps the last good cells and is logged.
+* :attr:`PolicyCache.scheduling_cells` are the enabled cells of the last
+  :meth:`reset` only: nova's HostManager reads its enabled cells at start
+  and on SIGHUP, never in between, and that is the set of cells nova
+  schedules new servers to.
 * Readers never see a half-built state: the state is one immutable
   object, replaced by a single assignment under a lock.
 """
@@ -58,6 +63,12 @@ class _State:
     cells: tuple[policy_mod.CellInfo, ...] | None
     policy: policy_mod.Policy
     loaded_at: float | None
+    # Enabled cells (cell0 excluded) of the last reset's load; None
+    # before a reset loaded the cells.
+    scheduling_cells: frozenset[str] | None = None
+    # Resets so far: tells reset() whether an option change already
+    # loaded the cells for it.
+    resets: int = 0
 
 
 class PolicyCache:
@@ -100,8 +111,41 @@ class PolicyCache:
         """The mapping in force (the last one that parsed)."""
         return self._state.mapping
 
+    @property
+    def scheduling_cells(self) -> frozenset[str] | None:
+        """Cell uuids nova-scheduler schedules new servers to, as it sees them.
+
+        The cells that were enabled (``nova-manage cell_v2 update_cell
+        --disable`` not in force), cell0 excluded, when :meth:`reset` last
+        loaded the cell mappings: nova's HostManager reads its
+        ``enabled_cells`` at the same moments (at start, and on SIGHUP),
+        so a cell disabled or re-enabled since is seen by neither until
+        the next SIGHUP. Loads for options, age or unknown cells do not
+        change it. None before a reset loaded the cells.
+        """
+        return self._state.scheduling_cells
+
     def current(self) -> policy_mod.Policy:
         """Return the policy for the option values in force now."""
+        return self._current(reset=False).policy
+
+    def reset(self) -> policy_mod.Policy:
+        """Read the options and the cell mappings again now (SIGHUP).
+
+        What nova-scheduler does with its own cell caches at start and on
+        SIGHUP (``HostManager.refresh_cells_caches``): renamed, disabled,
+        enabled and new cells are seen at once, whatever ``max_age``, and
+        :attr:`scheduling_cells` is taken from this load. One load of the
+        cell mappings, also when the options changed. A failed load keeps
+        the last good cells and scheduling cells, and is logged.
+        """
+        before = self._state.resets
+        state = self._current(reset=True)
+        if state.resets == before:
+            state = self._reload_cells(state, force=True, reset=True)
+        return state.policy
+
+    def _current(self, reset: bool) -> _State:
         state = self._state
         try:
             raw = self._read_options()
@@ -111,15 +155,18 @@ class PolicyCache:
                 self._unreadable = str(exc)
                 LOG.error('Ignoring the new [cellsched] options, the last '
                           'good mapping stays in force: %s', exc)
-            return state.policy
+            return state
         self._unreadable = None
         if raw != state.raw:
             if raw != self._rejected_raw:
-                state = self._reparse(raw)
+                state = self._reparse(raw, reset)
         elif self._rejected_raw is not None:
             # Back to the value in force: a later return of the rejected
             # value is a new mistake and is logged again.
             self._rejected_raw = None
+        if reset:
+            # reset() loads the cells itself, once.
+            return state
         if state.cells is None:
             # Never loaded, or every load failed so far: try again, but a
             # failing API database is not hammered on every request.
@@ -127,7 +174,7 @@ class PolicyCache:
                                        force=state.loaded_at is None)
         elif self._too_old(state):
             state = self._reload_cells(state, force=False)
-        return state.policy
+        return state
 
     def _too_old(self, state: _State) -> bool:
         max_age = self._max_age() if self._max_age is not None else None
@@ -140,7 +187,7 @@ class PolicyCache:
         self.current()
         return self._reload_cells(self._state, force=False).policy
 
-    def _reparse(self, raw: RawOptions) -> _State:
+    def _reparse(self, raw: RawOptions, reset: bool = False) -> _State:
         with self._lock:
             # Read again under the lock: a request that read the options
             # before another one installed newer values must not roll
@@ -166,36 +213,51 @@ class PolicyCache:
                       'p': new_mapping.render_projects()})
             # New options: look at the cells again too, as SIGHUP makes the
             # scheduler do for its own cell caches.
-            self._state = self._build(raw, new_mapping, state.cells,
-                                      load=True)
+            self._state = self._build(state, raw, new_mapping, reset=reset)
             return self._state
 
-    def _reload_cells(self, state: _State, force: bool) -> _State:
+    def _reload_cells(self, state: _State, force: bool,
+                      reset: bool = False) -> _State:
         with self._lock:
-            if self._state is not state:
+            if reset:
+                # Whatever was loaded meanwhile: a reset loads again.
+                state = self._state
+            elif self._state is not state:
                 return self._state
-            if (not force and state.loaded_at is not None and
+            elif (not force and state.loaded_at is not None and
                     self._clock() - state.loaded_at <
                     self._min_refresh_interval):
                 return state
-            self._state = self._build(state.raw, state.mapping, state.cells,
-                                      load=True)
+            self._state = self._build(state, state.raw, state.mapping,
+                                      reset=reset)
             return self._state
 
-    def _build(self, raw: RawOptions, mapping: mapping_mod.CellsMapping,
-               cells: tuple[policy_mod.CellInfo, ...] | None,
-               load: bool) -> _State:
-        if load:
-            try:
-                cells = tuple(self._load_cells())
-            except Exception as exc:  # noqa: BLE001 - any DB/driver error
-                LOG.error('Cannot load the cell mappings from the API '
-                          'database, keeping the %s: %s',
-                          'last known cells' if cells is not None else
-                          'mapping unresolved (restricted projects get no '
-                          'host until it loads)', exc)
+    def _build(self, previous: _State, raw: RawOptions,
+               mapping: mapping_mod.CellsMapping, reset: bool) -> _State:
+        """A new state: the cell mappings loaded again, *mapping* resolved.
+
+        :param reset: the load is a reset's (:meth:`reset`): it also sets
+            the scheduling cells.
+        """
+        cells = previous.cells
+        scheduling_cells = previous.scheduling_cells
+        try:
+            cells = tuple(self._load_cells())
+        except Exception as exc:  # noqa: BLE001 - any DB/driver error
+            LOG.error('Cannot load the cell mappings from the API '
+                      'database, keeping the %s: %s',
+                      'last known cells' if cells is not None else
+                      'mapping unresolved (restricted projects get no '
+                      'host until it loads)', exc)
+        else:
+            if reset:
+                scheduling_cells = frozenset(
+                    c.uuid for c in cells
+                    if not c.disabled and c.uuid != policy_mod.CELL0_UUID)
         policy = policy_mod.resolve(mapping, cells or ())
         if cells is not None:
             for problem in policy.problems:
                 LOG.warning('[cellsched] %s', problem)
-        return _State(raw, mapping, cells, policy, self._clock())
+        return _State(raw, mapping, cells, policy, self._clock(),
+                      scheduling_cells,
+                      previous.resets + 1 if reset else previous.resets)

@@ -64,7 +64,9 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     aggregate of one cell only, that cell also goes into
     ``requested_destination.cell`` of a request that names no cell, so
     nova's HostManager reads that cell's hosts only
-    (:func:`_host_states_of_one_cell`).
+    (:func:`_host_states_of_one_cell`), unless nova-scheduler does not
+    schedule new servers to that cell (disabled in nova): the request
+    then gets NoValidHost as in nova.
 
     :returns: True when the filter added something, as nova's request
         filters.
@@ -106,7 +108,8 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
                   '%s for project %r', ','.join(uuids),
                   request_spec.project_id)
         if len(uuids) == 1:
-            _host_states_of_one_cell(ctxt, dest, uuids[0])
+            _host_states_of_one_cell(ctxt, dest, uuids[0],
+                                     cache.scheduling_cells)
     if scope.forbidden:
         dest.append_forbidden_aggregates(set(scope.forbidden))
         uuids = sorted(scope.forbidden)
@@ -118,7 +121,9 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     return True
 
 
-def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str) -> bool:
+def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str,
+                             scheduling_cells: frozenset[str] | None
+                             ) -> bool:
     """Let nova's HostManager read only the hosts of the one allowed cell.
 
     Whatever placement returns, nova's ``HostManager`` reads the
@@ -135,19 +140,44 @@ def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str) -> bool:
     Nothing changes when the request already names a cell (a move: a
     pinned cell, or the preferred cell of a cross-cell resize).
 
+    A named cell is read even if it is disabled (nova honours the
+    conductor's pinned cell of a move that way), so only a cell nova
+    schedules new servers to is named: one of *scheduling_cells* (the
+    enabled cells as nova's HostManager read them, at start or on the
+    last SIGHUP) and not disabled in its cell mapping now. Otherwise the
+    request is left to nova's HostManager, which reads its enabled cells
+    as without the pre-filter: a project whose one cell is disabled gets
+    NoValidHost, and a cell disabled without a SIGHUP yet is used as nova
+    itself still uses it.
+
+    :param scheduling_cells: :attr:`.PolicyCache.scheduling_cells`; None
+        names no cell.
     :returns: True when the cell was named.
     """
     if ('cell' in dest and dest.cell is not None) or (
             'allow_cross_cell_move' in dest and dest.allow_cross_cell_move):
         return False
+    if scheduling_cells is None or cell_uuid not in scheduling_cells:
+        LOG.debug('require_cell_aggregates: nova-scheduler did not see '
+                  'cell %s enabled at start or on its last SIGHUP, host '
+                  'states are read from its enabled cells', cell_uuid)
+        return False
     try:
-        dest.cell = objects.CellMapping.get_by_uuid(ctxt, cell_uuid)
+        cell = objects.CellMapping.get_by_uuid(ctxt, cell_uuid)
     except nova_exception.CellMappingNotFound:
         # Deleted since the policy read the cells: placement finds
         # nothing in its aggregate; the request fails as it would.
         LOG.debug('require_cell_aggregates: cell %s has no cell mapping, '
                   'host states are read from every cell', cell_uuid)
         return False
+    if cell.disabled:
+        # Disabled since the last SIGHUP: nova-scheduler still schedules
+        # to it until the next one, from its enabled cells.
+        LOG.debug('require_cell_aggregates: cell %s is disabled, host '
+                  'states are read from the enabled cells of '
+                  'nova-scheduler', cell_uuid)
+        return False
+    dest.cell = cell
     dest.allow_cross_cell_move = False
     LOG.debug('require_cell_aggregates: host states read from cell %s '
               'only', cell_uuid)

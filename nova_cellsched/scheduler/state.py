@@ -30,6 +30,14 @@ stale value of them cached when the hook reads them.
 
 ``placement_prefilter`` and ``cell_cache_ttl`` are single values, read on
 every request like nova's own mutable options.
+
+The cell mappings are read again by every SIGHUP too (:func:`reload_hook`
+calls :meth:`.PolicyCache.reset`), whether or not an option changed, and
+when ProjectCellFilter is built: the moments nova's HostManager reads the
+cells it schedules to (``refresh_cells_caches``, at start and in the
+scheduler manager's SIGHUP ``reset``). The enabled cells of that read
+(:attr:`.PolicyCache.scheduling_cells`) are the only cells the placement
+pre-filter names to nova's HostManager.
 """
 
 from collections.abc import Callable
@@ -103,20 +111,30 @@ class SharedPolicy:
     def reload(self, conf_obj: Any) -> None:
         """Install the options *conf_obj* has now, and rebuild the policy.
 
+        Also reads the cell mappings again, whether or not the options
+        changed (:meth:`.PolicyCache.reset`): on SIGHUP nova-scheduler
+        refreshes its own cell caches (``HostManager.refresh_cells_caches``)
+        right after the mutate hooks, so renamed, disabled, enabled and new
+        cells are seen by both at once, not after ``[cellsched]
+        cell_cache_ttl``.
+
         A value oslo.config cannot read, or one that does not parse, is
-        logged as an error and the last good mapping stays in force.
-        Never raises for the options (oslo.config's other hooks run too).
+        logged as an error and the last good mapping stays in force (the
+        cells are read again all the same). Never raises for the options
+        (oslo.config's other hooks run too).
         """
         try:
             raw = read_options(conf_obj)
         except InvalidCellsMapping as exc:
             LOG.error('Ignoring the new [cellsched] options, the last '
                       'good mapping stays in force: %s', exc)
-            return
-        # One assignment: requests see the old pair or this one.
-        self._options = raw
-        # Parse and resolve now, in the hook, not in the next request.
-        self.cache.current()
+        else:
+            # One assignment: requests see the old pair or this one.
+            self._options = raw
+        # Parse and resolve now, in the hook, not in the next request;
+        # and read the cell mappings again whatever the options, as
+        # nova-scheduler's SIGHUP handler does for its own cell caches.
+        self.cache.reset()
 
 
 _lock = threading.Lock()

@@ -606,12 +606,22 @@ class ProjectCellFilterTestCase(FilterTestBase):
         self.assertEqual(1, len(self._log_lines(
             'WARNING', "cell disabled in nova 'off'")))
 
-    def test_cell_created_after_filter_is_built(self):
-        """Cells are read on first use, not when the filter is built."""
+    def test_cell_created_after_filter_is_built_seen_at_sighup(self):
+        """Cells are read when the filter is built, and on every SIGHUP.
+
+        As nova's HostManager reads its cells just before it builds its
+        filters, and again on SIGHUP (it reads no host of a cell created
+        in between until then).
+        """
         self._set_options(['late'], '')
         filt = filters.ProjectCellFilter()
+        self.assertEqual(1, len(self._log_lines('WARNING',
+                                                "unknown cell 'late'")))
         late = self._create_cell('late', uuids.late)
         hosts = [fakes.FakeHostState('l1', 'n1', {'cell_uuid': late.uuid})]
+        # Read a moment ago: not again for an unknown host's cell yet.
+        self.assertEqual([], filt.filter_all(hosts, self._spec(UNMAPPED)))
+        scheduler_state.sighup(state.CONF)
         self.assertEqual(hosts, filt.filter_all(hosts, self._spec(UNMAPPED)))
 
     def test_cell_created_after_first_request(self):
@@ -784,3 +794,64 @@ class FakeClock:
 
     def __call__(self):
         return self.now
+
+
+class PrefilterNamedCellTestCase(FilterTestBase):
+    """The one cell the pre-filter names to nova's HostManager.
+
+    nova's HostManager reads the hosts of a named cell even when it is
+    disabled, and otherwise those of the enabled cells it read at start
+    or on the last SIGHUP: only a cell enabled then, and still enabled,
+    is named.
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.flags(placement_prefilter=True,
+                   placement_prefilter_form='member_of', group='cellsched')
+        self._set_options(['default1'], 'dedicated_a:%s' % PROJ_A)
+
+    def _named(self, project_id):
+        """The cell the pre-filter named for a new server, or None."""
+        spec = self._spec(project_id)
+        self.assertTrue(request_filter.require_cell_aggregates(
+            self.ctxt, spec))
+        dest = spec.requested_destination
+        self.assertEqual(1, len(dest.aggregates))
+        if 'cell' in dest and dest.cell is not None:
+            self.assertFalse(dest.allow_cross_cell_move)
+            return dest.cell.uuid
+        return None
+
+    def _disable(self, name, disabled=True):
+        cell = self.cells[name]
+        cell.disabled = disabled
+        cell.save()
+
+    def test_enabled_cell_is_named(self):
+        filters.ProjectCellFilter()
+        self.assertEqual(self._uuid('dedicated_a'), self._named(PROJ_A))
+        self.assertEqual(self._uuid('default1'), self._named(UNMAPPED))
+
+    def test_cell_disabled_at_start_is_not_named(self):
+        self._disable('dedicated_a')
+        filters.ProjectCellFilter()
+        self.assertIsNone(self._named(PROJ_A))
+        self.assertEqual(self._uuid('default1'), self._named(UNMAPPED))
+
+    def test_cell_disabled_since_start_is_not_named(self):
+        """nova still reads it until the SIGHUP, from its enabled cells."""
+        filters.ProjectCellFilter()
+        self._disable('dedicated_a')
+        self.assertIsNone(self._named(PROJ_A))
+        scheduler_state.sighup(state.CONF)
+        self.assertIsNone(self._named(PROJ_A))
+
+    def test_cell_enabled_since_start_is_named_after_sighup_only(self):
+        """nova reads no host of it before the SIGHUP either."""
+        self._disable('default1')
+        filters.ProjectCellFilter()
+        self._disable('default1', False)
+        self.assertIsNone(self._named(UNMAPPED))
+        scheduler_state.sighup(state.CONF)
+        self.assertEqual(self._uuid('default1'), self._named(UNMAPPED))

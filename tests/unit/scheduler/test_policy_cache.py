@@ -333,3 +333,106 @@ class CellCacheAgeTestCase(PolicyCacheTestCase):
         self.ttl = 30
         cache.current()
         self.assertEqual(2, self.cells.loads)
+
+
+class ResetTestCase(PolicyCacheTestCase):
+    """reset(): what nova-scheduler does with its cells at start and SIGHUP.
+    """
+
+    CELL0 = CellInfo('00000000-0000-0000-0000-000000000000', 'cell0')
+
+    def _aged_cache(self):
+        return policy_cache.PolicyCache(
+            self.options, self.cells, min_refresh_interval=INTERVAL,
+            clock=self.clock, max_age=lambda: 3600)
+
+    def test_no_scheduling_cells_before_a_reset(self):
+        cache = self._aged_cache()
+        cache.current()
+        self.assertIsNone(cache.scheduling_cells)
+        self.clock.now += INTERVAL
+        cache.refresh_cells()
+        self.assertEqual(2, self.cells.loads)
+        self.assertIsNone(cache.scheduling_cells)
+
+    def test_reset_reads_cells_whatever_their_age_and_the_options(self):
+        """A disabled and a renamed cell seen at once, one load each time.
+        """
+        self.cells.cells = [self.CELL0, CELL_A, CELL_E]
+        cache = self._aged_cache()
+        cache.reset()
+        self.assertEqual(1, self.cells.loads)
+        self.assertEqual(frozenset([CELL_A.uuid, CELL_E.uuid]),
+                         cache.scheduling_cells)
+
+        # cellE disabled, cellA renamed; the options are the same and
+        # the cells were read a second ago, within the rate limit too.
+        self.cells.cells = [self.CELL0,
+                            CellInfo(CELL_A.uuid, 'cellRenamed'),
+                            CellInfo(CELL_E.uuid, 'cellE', disabled=True)]
+        self.clock.now += 1
+        self.assertEqual(frozenset([CELL_A.uuid]),
+                         cache.current().allowed_cells('p2'))
+        pol = cache.reset()
+        self.assertEqual(2, self.cells.loads)
+        self.assertEqual(frozenset([CELL_A.uuid]), cache.scheduling_cells)
+        self.assertEqual(frozenset(), pol.allowed_cells('p2'))
+        self.assertIs(pol, cache.current())
+        self.assertEqual(1, len(self._lines(
+            'WARNING', "[cellsched] cell disabled in nova 'cellE'")))
+
+    def test_reset_with_new_options_loads_the_cells_once(self):
+        cache = self._aged_cache()
+        cache.reset()
+        self.cells.cells.append(CELL_NEW)
+        self.options.projects = 'cellNew:p1'
+        pol = cache.reset()
+        self.assertEqual(2, self.cells.loads)
+        self.assertEqual(frozenset([CELL_NEW.uuid]), pol.allowed_cells('p1'))
+        self.assertIn(CELL_NEW.uuid, cache.scheduling_cells)
+
+    def test_reset_with_malformed_options_still_reads_the_cells(self):
+        cache = self._aged_cache()
+        cache.reset()
+        self.cells.cells = [CELL_A, CellInfo(CELL_E.uuid, 'cellE',
+                                             disabled=True)]
+        self.options.projects = 'cellE'
+        pol = cache.reset()
+        self.assertEqual(2, self.cells.loads)
+        self.assertEqual(frozenset([CELL_A.uuid]), cache.scheduling_cells)
+        self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
+        self.assertEqual(1, len(self._lines('ERROR', 'Ignoring the new')))
+
+    def test_only_a_reset_changes_the_scheduling_cells(self):
+        """Loads for age, options and unknown cells leave them as nova has
+        them until its next SIGHUP.
+        """
+        cache = self._aged_cache()
+        cache.reset()
+        self.cells.cells = [CellInfo(CELL_A.uuid, 'cellA', disabled=True),
+                            CELL_E, CELL_NEW]
+        self.clock.now += 3600
+        cache.current()
+        self.options.projects = 'cellNew:p1'
+        cache.current()
+        self.clock.now += INTERVAL
+        cache.refresh_cells()
+        self.assertEqual(4, self.cells.loads)
+        self.assertEqual(frozenset([CELL_A.uuid, CELL_E.uuid]),
+                         cache.scheduling_cells)
+        cache.reset()
+        self.assertEqual(frozenset([CELL_E.uuid, CELL_NEW.uuid]),
+                         cache.scheduling_cells)
+
+    def test_failed_reset_keeps_the_last_scheduling_cells(self):
+        """nova's failed refresh keeps its old cells too."""
+        cache = self._aged_cache()
+        cache.reset()
+        self.cells.error = RuntimeError('database is gone')
+        pol = cache.reset()
+        self.assertEqual(2, self.cells.loads)
+        self.assertEqual(frozenset([CELL_A.uuid, CELL_E.uuid]),
+                         cache.scheduling_cells)
+        self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
+        self.assertEqual(1, len(self._lines(
+            'ERROR', 'Cannot load the cell mappings')))
