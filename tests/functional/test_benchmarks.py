@@ -354,8 +354,9 @@ class StartupBenchmarkTest(base.BaseTestCase):
         # passing test.
         out = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
-        self.assertEqual(0, bench_startup.main(
-            ['--repeat', '1', '--dir', demo_dir]))
+        self.useFixture(fixtures.MonkeyPatch('sys.argv', [
+            'bench_startup.py', '--repeat', '1', '--dir', demo_dir]))
+        self.assertEqual(0, bench_startup.main())
         out.seek(0)
         text = out.read()
         self.assertEqual(2, text.count('over target\n'), text)
