@@ -27,9 +27,11 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid as uuid_lib
 
 import fixtures
@@ -437,19 +439,37 @@ class CheckExplainCliTest(CliTestCase):
         """A cell in the options whose database does not answer: a
         warning naming the cell, never its URL; the exit code stays 0.
         """
+        # A server that accepts connections and never speaks: the probe's
+        # timeout (5 s) ends the wait.
+        silent = socket.socket()
+        self.addCleanup(silent.close)
+        silent.bind(('127.0.0.1', 0))
+        silent.listen(8)
         down = self.add_cell_mapping('downcell', SECRET_URL)
+        frozen = self.add_cell_mapping(
+            'frozencell', 'mysql+pymysql://nova:%s@127.0.0.1:%d/x'
+            % (SECRET, silent.getsockname()[1]))
         self.add_cell_mapping('unusedcell', SECRET_URL)
         conf = write_conf(self.tmp, 'down.conf', self.world.api_url,
-                          cells_default='cell1,downcell')
+                          cells_default='cell1,downcell',
+                          cells_projects='frozencell:p1')
+        started = time.monotonic()
         run = self.cli('check', conf=conf)
+        elapsed = time.monotonic() - started
         self.assertExit(0, run)
         warnings = [line for line in run.err.splitlines()
                     if line.startswith('warning: ')]
-        self.assertEqual(1, len(warnings), run)
+        self.assertEqual(2, len(warnings), run)
         self.assertIn('cell downcell (%s) is used by [cellsched] '
                       'cells_default or cells_projects but its database '
                       'does not answer: OperationalError: (2003' % down,
                       warnings[0])
+        self.assertIn('cell frozencell (%s) is used by [cellsched] '
+                      'cells_default or cells_projects but its database '
+                      'does not answer: ' % frozen, warnings[1])
+        # The probe's bound (5 s, plus start-up and the rest of check),
+        # not the driver's default of no timeout.
+        self.assertLess(elapsed, 60, run)
         self.assertNotIn(SECRET, run.err + run.out)
         self.assertNotIn('mysql+pymysql', run.err)
 
