@@ -55,9 +55,10 @@ list_cell_timeout``; nova's lister runs in a thread and is given
 **Databases.** mysqlclient (``benchmarks/requirements.txt``) is checked
 before anything touches the server. A run drops the ``ncsbench_*``
 databases it created when it ends (also on failure); ``--keep`` keeps
-them for the next run. ``--cleanup`` drops every ``ncsbench_*`` database
-on ``--server`` and exits. ``--render FILE.json`` writes the markdown of
-a stored result again.
+them for the next run. ``--cleanup`` drops the databases of the worlds
+the other options name (what a run with the same options made) and
+exits; a database another connection uses is left. ``--render
+FILE.json`` writes the markdown of a stored result again.
 """
 
 import os
@@ -638,11 +639,12 @@ def main(argv: list[str] | None = None) -> int:
         return runinfo.rerender(args.render, write_markdown)
     seed_fast.require('bench_api.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
+    worlds = [(cells, per_cell, 0) for cells, per_cell in args.worlds]
     if args.cleanup:
-        seed_fast.drop_databases(
-            args.server, seed_fast.bench_databases(args.server))
+        seed_fast.cleanup(args.server, worlds)
         return 0
-    with seed_fast.databases_of_this_run(args.server, args.keep):
+    with seed_fast.databases_of_this_run(args.server, args.keep,
+                                         worlds):
         return _main(args, argv)
 
 

@@ -260,15 +260,16 @@ def main(argv: list[str] | None = None) -> int:
         return runinfo.rerender(args.render, runinfo.text_writer(render))
     seed_fast.require('bench_api_e2e.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
+    worlds = [(cells, per_cell, 0) for cells, per_cell in args.worlds]
     if args.cleanup:
-        seed_fast.drop_databases(
-            args.server, seed_fast.bench_databases(args.server))
+        seed_fast.cleanup(args.server, worlds)
         return 0
     problem = uwsgi_api.unavailable()
     if problem:
         print('bench_api_e2e.py: %s' % problem, file=sys.stderr)
         return 2
-    with seed_fast.databases_of_this_run(args.server, args.keep):
+    with seed_fast.databases_of_this_run(args.server, args.keep,
+                                         worlds):
         return _main(args, argv)
 
 

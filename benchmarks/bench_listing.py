@@ -31,8 +31,11 @@ statements that set them back, and sets them back at the end unless
 **Databases.** A run drops the benchmark databases it created when it
 ends (also on failure); ``--keep`` keeps them for the next run, which
 reuses a world whose row counts are right. Databases that existed before
-the run are left alone. ``--cleanup`` drops every ``ncsbench_*``
-database on ``--server`` and exits.
+the run are left alone, and so are other runs' worlds made meanwhile.
+``--cleanup`` drops the databases of the worlds the other options name
+(``--cells``, ``--per-cell``, ``--deleted``, or ``--quick``: what a run
+with the same options made) and exits; a database another connection
+is using (another user's running benchmark) is left, and said.
 
 **Data.** Per world (cell count x instances per cell x deleted rows per
 live one) an API database, cell0 and N cell databases named
@@ -1122,6 +1125,18 @@ def requirements(args: argparse.Namespace) -> dict[str, str]:
     return needed
 
 
+def worlds_of(args: argparse.Namespace) -> list[tuple[int, int, int]]:
+    """``(cells, per_cell, deleted)`` of every world the options name."""
+    worlds = []
+    for cells in args.cells:
+        for deleted in args.deleted:
+            if (deleted and args.deleted_cells is not None and
+                    cells not in args.deleted_cells):
+                continue
+            worlds.append((cells, args.per_cell, deleted))
+    return worlds
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
@@ -1129,11 +1144,11 @@ def main(argv: list[str] | None = None) -> int:
     seed_fast.require('bench_listing.py', {} if args.cleanup
                       else requirements(args))
     if args.cleanup:
-        seed_fast.drop_databases(
-            args.server, seed_fast.bench_databases(args.server))
+        seed_fast.cleanup(args.server, worlds_of(args))
         return 0
     tuned: dict[str, int] = {}
-    with seed_fast.databases_of_this_run(args.server, args.keep):
+    with seed_fast.databases_of_this_run(args.server, args.keep,
+                                         worlds_of(args)):
         try:
             if args.tune_server:
                 tuned = tune_server(args.server, print)
@@ -1159,13 +1174,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     log('MariaDB %(version)s, innodb_buffer_pool_size %(innodb_buffer_pool_'
         'size)d, max_connections %(max_connections)d' % server)
     log('nova_cellsched from %s' % os.path.dirname(nova_cellsched.__file__))
-    worlds = []
-    for cells in args.cells:
-        for deleted in args.deleted:
-            if (deleted and args.deleted_cells is not None and
-                    cells not in args.deleted_cells):
-                continue
-            worlds.append((cells, args.per_cell, deleted))
+    worlds = worlds_of(args)
     points: list[dict[str, Any]] = []
     notes = [
         'nova path: the only stub is neutron (security groups of the '

@@ -27,9 +27,10 @@ of the process, which a busy machine inflates less than wall time. The
 command is the console script next
 to this Python when installed, else ``python -m
 nova_cellsched.cmd.cellsched``; the environment is the caller's, so
-``PYTHONPATH`` chooses the checkout. Exit status 1 when a median misses
-its target, so the script can gate a change; the tests never time
-anything.
+``PYTHONPATH`` chooses the checkout. A median over its target is
+reported (``over target``), not a failure: the exit status is 0 once the
+runs are measured, so a busy machine does not stop ``tox -e bench``; the
+tests never time anything.
 
 ``--baseline CHECKOUT`` also runs another checkout of this repository
 (``git worktree add /tmp/before REV``) with the same Python, each of its
@@ -113,7 +114,7 @@ def public_command(cmd: list[str]) -> list[str]:
     return ['python'] + cmd[1:]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--repeat', type=int, default=5)
     parser.add_argument('--dir', default='./cellsched-demo',
@@ -123,7 +124,7 @@ def main() -> int:
     parser.add_argument('--baseline', metavar='CHECKOUT',
                         help='Another checkout to run alternately, for '
                              'a before/after ratio.')
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     cmd = command()
     conf = os.path.join(os.path.abspath(args.dir), 'nova.conf')
@@ -157,15 +158,15 @@ def main() -> int:
 
     print('%-18s %9s %9s %9s  %s' % ('command', 'median s', 'target s',
                                      'cpu s', 'runs s'))
-    missed = 0
+    over = 0
     for name, result in results.items():
         ok = result['median_s'] <= result['target_s']
-        missed += not ok
+        over += not ok
         print('%-18s %9.3f %9.1f %9.3f  %s  %s' % (
             name, result['median_s'], result['target_s'],
             result['cpu_median_s'],
             ' '.join('%.3f' % t for t in result['runs_s']),
-            'ok' if ok else 'MISSED'))
+            'ok' if ok else 'over target'))
         if base:
             b = result['baseline']
             print('%-18s %9.3f %9s %9.3f  %s  (%.2fx)' % (
@@ -174,6 +175,10 @@ def main() -> int:
                 b['median_s'] / result['median_s']))
     print('machine speed: a fixed loop took %.3f s before the runs and '
           '%.3f s after' % tuple(speed))
+    if over:
+        print('%d of %d medians over target (reported, not a failure: '
+              'compare the machine speed, or use --baseline for a fair '
+              'before/after)' % (over, len(results)))
     if args.json:
         with open(args.json, 'w') as handle:
             # Published with the repository: the baseline by its commit,
@@ -186,7 +191,7 @@ def main() -> int:
                 'reference_loop_s': speed, 'results': results}),
                 handle, indent=1)
             handle.write('\n')
-    return 1 if missed else 0
+    return 0
 
 
 if __name__ == '__main__':

@@ -479,16 +479,50 @@ def bench_databases(server_url: str,
     return {name for name in names if name.startswith(prefix)}
 
 
+def databases_in_use(server_url: str) -> set[str]:
+    """Databases another connection to the server is using now.
+
+    From the server's process list (``information_schema.processlist``:
+    its ``DB`` column), this connection left out. A user without the
+    PROCESS privilege sees only its own connections.
+    """
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(server_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(sa.text(
+                'SELECT DISTINCT db FROM information_schema.processlist '
+                'WHERE db IS NOT NULL AND id <> CONNECTION_ID()'))
+            return {row[0] for row in rows}
+    finally:
+        engine.dispose()
+
+
 def drop_databases(server_url: str, names: Iterable[str],
-                   progress: Callable[[str], None] = print) -> list[str]:
-    """Drop the benchmark databases *names* (others are refused)."""
+                   progress: Callable[[str], None] = print,
+                   skip_in_use: bool = False) -> list[str]:
+    """Drop the benchmark databases *names* (others are refused).
+
+    :param skip_in_use: leave alone, and say so, those another
+        connection is using (:func:`databases_in_use`): another user's
+        benchmark running on the same server.
+    :returns: the names dropped.
+    """
     from sqlalchemy.engine import url as sa_url
 
-    dropped = []
-    for name in sorted(names):
+    names = sorted(names)
+    for name in names:
         if not name.startswith(DATABASE_PREFIX):
             raise ValueError('%r is not a benchmark database (expected the '
                              'prefix %r)' % (name, DATABASE_PREFIX))
+    busy = databases_in_use(server_url) if skip_in_use and names else set()
+    dropped = []
+    for name in names:
+        if name in busy:
+            progress('left %s: in use by another connection (a running '
+                     'benchmark?)' % name)
+            continue
         seed.drop_database(str(sa_url.make_url(server_url).set(
             database=name)))
         dropped.append(name)
@@ -496,6 +530,32 @@ def drop_databases(server_url: str, names: Iterable[str],
         progress('dropped %d benchmark database(s): %s'
                  % (len(dropped), ', '.join(dropped)))
     return dropped
+
+
+def world_databases(server_url: str,
+                    worlds: Iterable[tuple[int, int, int]]) -> set[str]:
+    """The databases on the server of the worlds *worlds*.
+
+    Each world is ``(cells, per_cell, deleted)``; its databases are
+    ``<world_prefix>_api``, ``_cell0``, ``_cellN``.
+    """
+    prefixes = [world_prefix(*world) + '_' for world in worlds]
+    return {name for name in bench_databases(server_url)
+            if name.startswith(tuple(prefixes))}
+
+
+def cleanup(server_url: str, worlds: Iterable[tuple[int, int, int]],
+            progress: Callable[[str], None] = print) -> list[str]:
+    """``--cleanup``: drop the databases of *worlds*, not in use.
+
+    The worlds are those the command line names, so a cleanup removes
+    what a run with the same options made, and nothing of another run's
+    worlds; a database another connection uses is left (and said).
+    """
+    names = world_databases(server_url, list(worlds))
+    if not names:
+        progress('no benchmark database of these worlds on the server')
+    return drop_databases(server_url, names, progress, skip_in_use=True)
 
 
 def add_database_args(parser: Any) -> None:
@@ -506,24 +566,37 @@ def add_database_args(parser: Any) -> None:
                         'created (the next run reuses them); default: '
                         'drop them at the end')
     parser.add_argument('--cleanup', action='store_true',
-                        help='drop every ncsbench_* database on --server '
-                        'and exit')
+                        help='drop the ncsbench_* databases of the worlds '
+                        'the other options name (what a run with the same '
+                        'options made) and exit; databases another '
+                        'connection uses are left')
 
 
 @contextlib.contextmanager
-def databases_of_this_run(server_url: str, keep: bool) -> Iterator[None]:
+def databases_of_this_run(server_url: str, keep: bool,
+                          worlds: Iterable[tuple[int, int, int]] | None
+                          = None) -> Iterator[None]:
     """Drop, at the end, the benchmark databases made in the block.
 
     Also when the block fails: no half-built world is left behind.
     Databases that existed before are never touched; with *keep*,
-    nothing is dropped.
+    nothing is dropped. With *worlds*, only databases of those worlds
+    count as this run's (another run on the server may create others
+    meanwhile); a database in use by another connection is left.
     """
-    before = bench_databases(server_url)
+    worlds = None if worlds is None else list(worlds)
+
+    def ours() -> set[str]:
+        if worlds is None:
+            return bench_databases(server_url)
+        return world_databases(server_url, worlds)
+
+    before = ours()
     try:
         yield
     finally:
         if not keep:
-            drop_databases(server_url, bench_databases(server_url) - before)
+            drop_databases(server_url, ours() - before, skip_in_use=True)
 
 
 def _mapped_count(api_url: str, cell_id: int) -> int:

@@ -41,7 +41,9 @@ def mask_url(url: str | None) -> str:
         parsed = sa_url.make_url(url)
         query = {key: ('***' if key.lower() in SECRET_QUERY_KEYS else value)
                  for key, value in parsed.query.items()}
-        return parsed.set(query=query).render_as_string(hide_password=True)
+        masked: str = parsed.set(query=query).render_as_string(
+            hide_password=True)
+        return masked
     except Exception:  # noqa: BLE001 - any parse error: hide it all
         return '<unparsable URL, masked>'
 

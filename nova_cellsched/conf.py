@@ -22,8 +22,13 @@ The two scheduling options are also read from CERN's cells v1 group
 """
 
 import copy
+import re
+from typing import Any
 
 from oslo_config import cfg
+from oslo_config import types
+
+from nova_cellsched import exception
 
 GROUP_NAME = 'cellsched'
 
@@ -694,3 +699,114 @@ def list_opts() -> list[tuple[cfg.OptGroup, list[cfg.Opt]]]:
     Deep copies, so the generator can never alter the registered options.
     """
     return [(cellsched_group, copy.deepcopy(ALL_OPTS))]
+
+
+#: What :func:`allowed_values` says for options whose type alone would
+#: not say what the values mean.
+ALLOWED_TEXT = {
+    'aggregate_sync_interval': '-1 (off, the default), 0 (every 60 '
+                               'seconds) or a positive number of seconds',
+}
+
+_OPTS_BY_NAME = {opt.dest: opt for opt in ALL_OPTS}
+_LOCATION_DETAIL = re.compile(r"detail='([^']*)'")
+
+
+def allowed_values(opt: cfg.Opt) -> str:
+    """What *opt* accepts, in words, from its oslo.config type."""
+    if opt.dest in ALLOWED_TEXT:
+        return ALLOWED_TEXT[opt.dest]
+    kind = opt.type
+    if isinstance(kind, types.Boolean):
+        return 'true or false'
+    if getattr(kind, 'choices', None):
+        return 'one of %s' % ', '.join(str(c) for c in kind.choices)
+    if isinstance(kind, (types.Integer, types.Float)):
+        noun = ('an integer' if isinstance(kind, types.Integer)
+                else 'a number')
+        low, high = kind.min, kind.max
+        if low is not None and high is not None:
+            return '%s from %s to %s' % (noun, low, high)
+        if low is not None:
+            return '%s of at least %s' % (noun, low)
+        if high is not None:
+            return '%s of at most %s' % (noun, high)
+        return noun
+    if isinstance(kind, types.List):
+        return 'a comma separated list'
+    return 'a string ("$$" for a literal "$")'
+
+
+def _raw_value(conf_obj: cfg.ConfigOpts, name: str
+               ) -> tuple[str | None, str | None]:
+    """The text *name* has in the files and the file, as far as known.
+
+    oslo.config keeps them in its private namespace; a version that
+    moved them gives ``(None, None)`` and the message goes without.
+    """
+    opt = _OPTS_BY_NAME[name]
+    names = [(GROUP_NAME, name)] + [
+        (d.group or GROUP_NAME, d.name or name)
+        for d in getattr(opt, 'deprecated_opts', [])]
+    try:
+        value, loc = conf_obj._namespace._get_file_value(names)
+    except Exception:  # noqa: BLE001 - private API, or not in a file
+        return None, None
+    where = getattr(loc, 'detail', None) or None
+    if isinstance(value, list) and value:
+        value = value[-1]
+    return (None if value is None else str(value)), where
+
+
+def invalid_option(conf_obj: cfg.ConfigOpts, name: str,
+                   exc: Exception) -> exception.InvalidConfig:
+    """The one-line error for ``[cellsched]`` *name*, refused with *exc*.
+
+    ``[cellsched] NAME = 'VALUE' in FILE is not valid: REASON; expected
+    ALLOWED``: the option, the value as written, the file, oslo.config's
+    reason and what the option accepts.
+    """
+    text = (str(exc).strip().splitlines() or [''])[0]
+    reason = text.split(' is not valid: ', 1)[-1]
+    value, where = _raw_value(conf_obj, name)
+    if where is None:
+        found = _LOCATION_DETAIL.search(text)
+        where = found.group(1) if found else None
+    return exception.InvalidConfig(
+        '[%s] %s%s%s is not valid: %s; expected %s' % (
+            GROUP_NAME, name,
+            '' if value is None else ' = %r' % value,
+            ' in %s' % where if where else '', reason,
+            allowed_values(_OPTS_BY_NAME[name])))
+
+
+def read_option(conf_obj: cfg.ConfigOpts, name: str) -> Any:
+    """``[cellsched]`` *name* as *conf_obj* has it now.
+
+    The one reading of an option shared by the services and ``nova-
+    cellsched check``: oslo.config's own conversion and bounds.
+
+    :raises InvalidConfig: oslo.config refuses the value; one line, see
+        :func:`invalid_option`.
+    """
+    try:
+        return conf_obj[GROUP_NAME][name]
+    except (cfg.Error, ValueError) as exc:
+        raise invalid_option(conf_obj, name, exc) from exc
+
+
+def invalid_options(conf_obj: cfg.ConfigOpts) -> list[exception.InvalidConfig]:
+    """Every ``[cellsched]`` option *conf_obj* cannot give, as errors.
+
+    Reads each option as the services do (:func:`read_option`); the
+    syntax of ``cells_default``/``cells_projects`` is the mapping
+    parser's to check (:mod:`nova_cellsched.scheduler.mapping`).
+    """
+    register_opts(conf_obj)
+    errors = []
+    for opt in ALL_OPTS:
+        try:
+            read_option(conf_obj, opt.dest)
+        except exception.InvalidConfig as exc:
+            errors.append(exc)
+    return errors

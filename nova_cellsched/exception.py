@@ -20,6 +20,7 @@ message says what was expected, what was got and how to fix it::
      |    +-- InvalidCellsMapping     [cellsched] cells_default/projects
      +-- InvalidListRequest      a listing argument is not acceptable
      +-- ApiDatabaseUnreachable  the nova API database did not answer
+     +-- DemoServerUnreachable   demo --connection: the server did not answer
      +-- PlacementUnreachable    the placement API did not answer
      +-- CellsFailed             a listing that may not skip down cells
                                  lost one or more cells
@@ -97,14 +98,43 @@ class ApiDatabaseUnreachable(CellschedError):
     def __init__(self, url: str, cause: BaseException) -> None:
         self.url = url
         self.cause = cause
-        inner = getattr(cause, 'orig', None)
-        shown = inner if isinstance(inner, BaseException) else cause
-        reason = (str(shown).strip().splitlines() or [''])[0]
         super().__init__(
-            'cannot read the nova API database at %s: %s: %s; check '
+            'cannot read the nova API database at %s: %s; check '
             '[api_database] connection in the nova.conf given with '
             '--config-file and that the database server is running'
-            % (url, type(shown).__name__, reason))
+            % (url, driver_reason(cause)))
+
+
+def driver_reason(cause: BaseException) -> str:
+    """``Type: first line`` of the driver's error under *cause*.
+
+    SQLAlchemy wraps the driver's exception (``orig``) and appends the
+    statement and a "Background on this error" link; only the driver's
+    own first line is kept.
+    """
+    inner = getattr(cause, 'orig', None)
+    shown = inner if isinstance(inner, BaseException) else cause
+    reason = (str(shown).strip().splitlines() or [''])[0]
+    return '%s: %s' % (type(shown).__name__, reason)
+
+
+class DemoServerUnreachable(CellschedError):
+    """``demo --connection``: the database server did not answer.
+
+    :ivar url: the ``--connection`` URL, password masked.
+    :ivar cause: the original exception (also ``__cause__``).
+    """
+
+    exit_code = 3
+
+    def __init__(self, url: str, cause: BaseException) -> None:
+        self.url = url
+        self.cause = cause
+        super().__init__(
+            'cannot reach the database server of --connection %s: %s; '
+            'check the URL and that the server is running, or leave '
+            '--connection out for SQLite files in --dir'
+            % (url, driver_reason(cause)))
 
 
 class CellsFailed(CellschedError):

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Iterable
 import gc
 import importlib
+import re
 from typing import Any
 
 from oslo_config import cfg
@@ -110,15 +111,34 @@ class CellschedCommandMixin:
             resume_collector()
             return int(super().run(parsed_args))  # type: ignore[misc]
         except exception.CellschedError as exc:
-            if self.app.options.debug:
-                raise
+            # Bad input or an unreachable database: one line and the
+            # command's exit code, with --debug too (it is not a bug of
+            # ours, a traceback would only hide the line).
             self.app.stderr.write('nova-cellsched: error: %s\n' % exc)
             return exc.exit_code
         except cfg.Error as exc:
             # A value in nova.conf that oslo.config cannot read, found
             # when the command first uses the option.
-            if self.app.options.debug:
-                raise
             self.app.stderr.write('nova-cellsched: error: bad configuration: '
-                                  '%s\n' % exc)
+                                  '%s\n' % config_error_text(exc))
             return exception.InvalidConfig.exit_code
+
+
+_VALUE_ERROR = re.compile(
+    r"Value for option (?P<name>\S+) from LocationInfo\(.*?"
+    r"detail='(?P<where>[^']*)'\) is not valid: (?P<reason>.*)")
+
+
+def config_error_text(exc: BaseException) -> str:
+    """oslo.config's error *exc* in an operator's words, on one line.
+
+    ``Value for option X from LocationInfo(location=..., detail='F') is
+    not valid: R`` becomes ``option X in F is not valid: R``.
+    """
+    text = ' '.join(str(exc).split())
+    found = _VALUE_ERROR.search(text)
+    if found is None:
+        return text
+    return 'option %s in %s is not valid: %s' % (
+        found['name'], found['where'] or 'the configuration files',
+        found['reason'])

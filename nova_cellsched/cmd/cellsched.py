@@ -171,6 +171,7 @@ class Check(CellschedCommandMixin, lister.Lister):
                          cells.mask_url(cm.database_connection),
                          '; '.join(problems_by_cell.get(cm.uuid, []))))
         self._problems = len(policy.problems)
+        warn_unreachable_cells(policy, cell_mappings, self.app.stderr)
         from nova_cellsched.cmd import nova_setup
         self._problems += aggregates_cmd.check_aggregates(
             nova_setup.conf(), cell_mappings, self.app.stderr)
@@ -213,6 +214,92 @@ class Check(CellschedCommandMixin, lister.Lister):
             self.needs_config = False
         result = super().run(parsed_args)
         return result or (1 if self._problems else 0)
+
+
+#: Seconds ``check`` gives a cell database to answer ``SELECT 1``.
+CELL_PROBE_TIMEOUT = 5.0
+
+
+def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT
+                        ) -> str | None:
+    """Why the cell database at *url* does not answer; None if it does.
+
+    One connection and ``SELECT 1``, with the driver's connect and read
+    timeouts at *timeout* (the listing's engine,
+    :func:`nova_cellsched.listing.query.create_engine`). A SQLite file
+    that does not exist is reported, not created. The reason is the
+    driver's first line, never the URL.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy.engine import url as sa_url
+
+    from nova_cellsched.listing import query
+
+    try:
+        parsed = sa_url.make_url(url)
+    except Exception:  # noqa: BLE001 - any parse error is the answer
+        return 'its database_connection is not a URL SQLAlchemy reads'
+    if (parsed.get_backend_name() == 'sqlite' and parsed.database and
+            parsed.database != ':memory:' and
+            not os.path.exists(parsed.database)):
+        return 'its SQLite file does not exist'
+    try:
+        engine = query.create_engine(url, io_timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - a driver that is missing...
+        return exception.driver_reason(exc)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text('SELECT 1'))
+    except Exception as exc:  # noqa: BLE001 - whatever the driver raises
+        return exception.driver_reason(exc)
+    finally:
+        engine.dispose()
+    return None
+
+
+def warn_unreachable_cells(policy: policy_mod.Policy,
+                           cell_mappings: Sequence[Any], stderr: Any,
+                           timeout: float = CELL_PROBE_TIMEOUT) -> list[str]:
+    """Write a ``warning:`` line per used cell whose database is down.
+
+    The cells of ``cells_default`` and ``cells_projects`` are probed in
+    parallel (:func:`probe_cell_database`); a probe still running after
+    *timeout* plus one second is reported as not answering in time, and
+    the command does not wait for it. Cells are named by name and uuid,
+    never by URL. A warning does not change the exit code: nova-scheduler
+    starts, and the cell's hosts are missing until the database answers.
+
+    :returns: the warning lines written, without the prefix.
+    """
+    import concurrent.futures
+
+    used = {cm.uuid: cm for cm in cell_mappings
+            if cm.uuid in policy.usable_cells and
+            cm.uuid != policy_mod.CELL0_UUID}
+    if not used:
+        return []
+    pool = concurrent.futures.ThreadPoolExecutor(
+        max_workers=min(8, len(used)), thread_name_prefix='cell-probe')
+    futures = {uuid: pool.submit(probe_cell_database,
+                                 cm.database_connection, timeout)
+               for uuid, cm in used.items()}
+    concurrent.futures.wait(futures.values(), timeout=timeout + 1)
+    pool.shutdown(wait=False, cancel_futures=True)
+    lines = []
+    for cm in base.cell_order(used.values()):
+        future = futures[cm.uuid]
+        if not future.done():
+            reason = 'no answer within %g seconds' % timeout
+        else:
+            reason = future.result()
+        if reason is not None:
+            lines.append('cell %s (%s) is used by [cellsched] '
+                         'cells_default or cells_projects but its database '
+                         'does not answer: %s' % (cm.name or '', cm.uuid,
+                                                  reason))
+    for line in lines:
+        stderr.write('warning: %s\n' % line)
+    return lines
 
 
 def _nova_check() -> list[str]:
@@ -361,7 +448,17 @@ class CellschedApp(app.App):
         return int(super().run_subcommand(argv))
 
     def configure_logging(self) -> None:
-        super().configure_logging()
+        try:
+            super().configure_logging()
+        except OSError as exc:
+            # cliff opens --log-file here; its own handler would print the
+            # bare "[Errno 2] ..." and exit 1.
+            self.stderr.write(
+                'nova-cellsched: error: cannot open the log file %s given '
+                'with --log-file: %s; give a file in a directory that '
+                'exists and that you may write\n'
+                % (self.options.log_file, exc.strerror or exc))
+            raise SystemExit(exception.InvalidConfig.exit_code) from exc
         if self.options.verbose_level < 2:
             # The libraries' INFO lines (backend loading, ...) are noise for
             # an operator; -vv shows them.

@@ -17,6 +17,7 @@ line chose native threads (see :func:`nova_cellsched.cmd.cellsched.main`).
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -26,7 +27,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from cliff import columns
@@ -386,6 +387,35 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
         return code or (1 if self._incomplete else 0)
 
 
+@contextlib.contextmanager
+def _demo_server(connection: str | None, err: Any = None,
+                 last: list[str] | None = None) -> Iterator[None]:
+    """Turn the ``--connection`` server not answering into one line.
+
+    :raises DemoServerUnreachable: a database error while the block
+        talked to *connection* (exit 3, URL masked); without
+        ``--connection`` (SQLite files) errors go on unchanged.
+    :param err: with *last*, where the progress line was being written:
+        it is ended first, so the error line starts a line of its own.
+    """
+    from oslo_db import exception as db_exc
+    from sqlalchemy import exc as sa_exc
+
+    from nova_cellsched import cells
+
+    try:
+        yield
+    except (sa_exc.OperationalError, sa_exc.InterfaceError,
+            db_exc.DBConnectionError) as exc:
+        if connection is None:
+            raise
+        if err is not None and last and last[0]:
+            err.write('\n')
+            last[0] = ''
+        raise exception.DemoServerUnreachable(
+            cells.mask_url(connection), exc) from exc
+
+
 class Demo(CellschedCommandMixin, lister.Lister):
     """Build demo cell databases with nova's schema and list them.
 
@@ -492,8 +522,9 @@ class Demo(CellschedCommandMixin, lister.Lister):
         from nova_cellsched.demo import world as demo
 
         err = self.app.stderr
-        urls = demo.demo_databases(parsed_args.dir, parsed_args.connection,
-                                   prefix)
+        with _demo_server(parsed_args.connection):
+            urls = demo.demo_databases(parsed_args.dir,
+                                       parsed_args.connection, prefix)
         rows = [(cells.mask_url(url),) for url in urls]
         if not urls:
             err.write('No demo database named %s_* found.\n' % prefix)
@@ -507,7 +538,8 @@ class Demo(CellschedCommandMixin, lister.Lister):
             if answer not in ('y', 'yes'):
                 err.write('Nothing dropped.\n')
                 return ('Dropped',), []
-        demo.clean(urls)
+        with _demo_server(parsed_args.connection):
+            demo.clean(urls)
         stale = demo.remove_stale_config(parsed_args.dir, urls)
         if stale:
             err.write('Removed %s (it named the dropped databases).\n'
@@ -554,9 +586,13 @@ class Demo(CellschedCommandMixin, lister.Lister):
                 err.write('  %s\n' % last[0])
             last[0] = text
 
-        world = demo.build(parsed_args.dir, parsed_args.cells,
-                           parsed_args.instances, parsed_args.connection,
-                           progress, prefix=prefix)
+        # Only a line being rewritten in place (a terminal) needs ending
+        # before an error line.
+        with _demo_server(parsed_args.connection,
+                          err if terminal else None, last):
+            world = demo.build(parsed_args.dir, parsed_args.cells,
+                               parsed_args.instances, parsed_args.connection,
+                               progress, prefix=prefix)
         if last[0]:
             err.write('\n' if terminal else '  %s\n' % last[0])
         err.write('%s %d cells (cell0 included), %d instances (%d of them '

@@ -16,6 +16,7 @@ Imported only by the commands, so that ``nova-cellsched --help`` does not
 pay for importing nova.
 """
 
+import glob
 import os
 from typing import Any
 
@@ -73,6 +74,11 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
         raise exception.InvalidConfig(
             'cannot read the configuration: %s; give the nova.conf of '
             'nova-api or nova-scheduler with --config-file' % exc) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise unreadable_file(args, exc) from exc
+    invalid = conf_mod.invalid_options(CONF)
+    if invalid:
+        raise exception.InvalidConfig('; '.join(str(e) for e in invalid))
     if not CONF.api_database.connection:
         raise exception.InvalidConfig(
             '[api_database] connection is not set in %s; give the '
@@ -107,6 +113,61 @@ def check_sqlite_file(url: str) -> None:
             cells.mask_url(url), FileNotFoundError(
                 'no such SQLite file %s (not created: SQLite would make '
                 'an empty database there)' % os.path.abspath(path)))
+
+
+def _config_files(args: list[str]) -> list[str]:
+    """The files *args* make oslo.config read, in its order."""
+    files, dirs = [], []
+    for flag, value in zip(args[::2], args[1::2]):
+        (files if flag == '--config-file' else dirs).append(value)
+    for directory in dirs:
+        if os.path.isdir(directory):
+            files += sorted(glob.glob(os.path.join(directory, '*.conf')))
+    return files
+
+
+def unreadable_file(args: list[str], exc: BaseException
+                    ) -> exception.InvalidConfig:
+    """The one-line error for a file oslo.config could not open or decode.
+
+    oslo.config lets the ``OSError`` of ``open`` (a directory, no
+    permission) and the ``UnicodeDecodeError`` of a file not in UTF-8 go
+    through without the file's name; this names it.
+    """
+    if isinstance(exc, UnicodeDecodeError):
+        for path in _config_files(args):
+            bad = _first_non_utf8(path)
+            if bad is not None:
+                return exception.InvalidConfig(
+                    '%s is not UTF-8 text (byte 0x%02x on line %d); save it '
+                    'as UTF-8' % (path, bad[1], bad[0]))
+        return exception.InvalidConfig(
+            'a configuration file is not UTF-8 text (%s); save it as UTF-8'
+            % exc)
+    filename = getattr(exc, 'filename', None)
+    problem = getattr(exc, 'strerror', None) or str(exc)
+    if isinstance(exc, IsADirectoryError):
+        hint = ('--config-file takes a file; give a directory with '
+                '--config-dir')
+    else:
+        hint = 'give the nova.conf of nova-api or nova-scheduler with ' \
+            '--config-file'
+    return exception.InvalidConfig('cannot read the configuration file %s: '
+                                   '%s; %s' % (filename, problem, hint))
+
+
+def _first_non_utf8(path: str) -> tuple[int, int] | None:
+    """``(line, byte)`` of the first byte of *path* not UTF-8, or None."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    try:
+        data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        return data.count(b'\n', 0, exc.start) + 1, data[exc.start]
+    return None
 
 
 def conf() -> cfg.ConfigOpts:

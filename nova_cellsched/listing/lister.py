@@ -124,13 +124,15 @@ def _time(value: str | datetime.datetime) -> datetime.datetime:
         value = timeutils.parse_isotime(check_text(value))
     # Naive UTC, as nova stores times; an aware time at the edge of the
     # calendar cannot be moved to UTC (OverflowError, caught by the caller).
-    return timeutils.normalize_time(value)
+    normal: datetime.datetime = timeutils.normalize_time(value)
+    return normal
 
 
 def _bool(value: str | bool) -> bool:
     if isinstance(value, bool):
         return value
-    return strutils.bool_from_string(value, strict=True)
+    flag: bool = strutils.bool_from_string(value, strict=True)
+    return flag
 
 
 def _int(value: str | int) -> int:

@@ -86,21 +86,11 @@ def read_interval(conf_obj: Any) -> int:
     """``[cellsched] aggregate_sync_interval`` as *conf_obj* has it.
 
     :raises InvalidConfig: oslo.config refuses the value (not an integer,
-        below -1); one line naming the option, the file and the reason.
+        below -1); one line naming the option, the value, the file, the
+        reason and the values allowed (:func:`.conf.read_option`, which
+        ``nova-cellsched check`` uses too).
     """
-    try:
-        return int(getattr(conf_obj[conf.GROUP_NAME], OPTION))
-    except (cfg.Error, ValueError) as exc:
-        text = (str(exc).strip().splitlines() or [''])[0]
-        reason = text.split(' is not valid: ', 1)[-1]
-        where = ''
-        if "detail='" in text:
-            where = ' in %s' % text.split("detail='", 1)[1].split("'", 1)[0]
-        raise exception.InvalidConfig(
-            '[%s] %s%s is not valid: %s; expected -1 (off, the default), 0 '
-            '(every %d seconds) or a positive number of seconds'
-            % (conf.GROUP_NAME, OPTION, where, reason, DEFAULT_SPACING)
-        ) from exc
+    return int(conf.read_option(conf_obj, OPTION))
 
 
 @dataclasses.dataclass

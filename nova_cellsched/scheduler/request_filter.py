@@ -34,10 +34,10 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import request_filter as nova_request_filter
 from nova.scheduler import utils as scheduler_utils
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cellsched import conf
+from nova_cellsched import exception
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import state
 
@@ -223,11 +223,10 @@ def _log_registered() -> None:
     values at start; oslo.config logs a later change (``Option
     cellsched.placement_prefilter changed from [False] to [True]``).
     """
-    group = CONF[conf.GROUP_NAME]
     try:
-        on = bool(group.placement_prefilter)
-        form = group.placement_prefilter_form
-    except cfg.Error as exc:
+        on = bool(conf.read_option(CONF, 'placement_prefilter'))
+        form = conf.read_option(CONF, 'placement_prefilter_form')
+    except exception.InvalidConfig as exc:
         # Each request reads them again, and fails the same way.
         LOG.error('nova-cellsched placement pre-filter registered, but its '
                   '[cellsched] options cannot be read: %s', exc)

@@ -21,6 +21,7 @@ server's globals back. Nothing here times anything.
 
 import ast
 import importlib.util
+import io
 import json
 import os
 import signal
@@ -39,6 +40,7 @@ if BENCHMARKS not in sys.path:
     sys.path.insert(1, BENCHMARKS)
 
 import bench_listing  # noqa: E402
+import bench_startup  # noqa: E402
 import seed_fast  # noqa: E402
 
 
@@ -99,6 +101,37 @@ class BenchmarkDatabasesTest(mdb.ServersTestCase):
         self.assertEqual(set(), seed_fast.bench_databases(server))
         names = {row[0] for row in self.server.query('SHOW DATABASES')}
         self.assertIn('keepme', names)
+
+    def test_cleanup_drops_only_the_named_worlds_not_in_use(self):
+        """--cleanup drops what a run with the same options made.
+
+        Another world's databases (another user's run) stay, and so
+        does a database of the named world that a connection is using.
+        """
+        server = self.server.url()
+        mine = ['ncsbench_3c_7_0_api', 'ncsbench_3c_7_0_cell0',
+                'ncsbench_3c_7_0_cell1']
+        theirs = ['ncsbench_2c_7_0_api', 'ncsbench_3c_70_0_api']
+        for name in mine + theirs:
+            self.server.query('CREATE DATABASE %s' % name)
+        self.addCleanup(seed_fast.drop_databases, server,
+                        seed_fast.bench_databases(server), lambda t: None)
+        import pymysql
+        busy = pymysql.connect(host='127.0.0.1', port=self.server.port,
+                               user='root', database=mine[2])
+        self.addCleanup(busy.close)
+        # Read here, not a 'stdout' detail: stestr prints those of a
+        # passing test.
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        self.assertEqual(0, bench_listing.main([
+            '--cleanup', '--server', server, '--cells', '3',
+            '--per-cell', '7']))
+        self.assertEqual(set(theirs) | {mine[2]},
+                         seed_fast.bench_databases(server))
+        out.seek(0)
+        self.assertIn('left %s: in use by another connection' % mine[2],
+                      out.read())
 
     def test_tune_server_prints_and_restores_the_globals(self):
         """Old and new values and the way back are printed; restored."""
@@ -300,3 +333,32 @@ class SyncBenchmarkTest(mdb.ServersTestCase):
         work_dir = self._work_dir(next(
             line for line in lines if 'files in' in line))
         self.assertNothingLeft(work_dir, output)
+
+
+class StartupBenchmarkTest(base.BaseTestCase):
+    """bench_startup.py reports its targets; it does not gate on them."""
+
+    def test_a_median_over_target_is_reported_with_exit_0(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        demo_dir = os.path.join(tmp, 'demo')
+        subprocess.run(bench_startup.command() + [
+            'demo', '--cells', '1', '--instances', '5', '--dir', demo_dir],
+            check=True, capture_output=True, timeout=300, cwd=tmp)
+        # No process starts in no time: both medians are over target.
+        self.useFixture(fixtures.MonkeyPatch(
+            'bench_startup.TARGETS', {'list --limit 20': 0.0,
+                                      '--help': 0.0}))
+        self.useFixture(fixtures.MonkeyPatch(
+            'bench_startup.reference_loop', lambda: 0.0))
+        # Read here, not a 'stdout' detail: stestr prints those of a
+        # passing test.
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        self.useFixture(fixtures.MonkeyPatch('sys.argv', [
+            'bench_startup.py', '--repeat', '1', '--dir', demo_dir]))
+        self.assertEqual(0, bench_startup.main())
+        out.seek(0)
+        text = out.read()
+        self.assertEqual(2, text.count('over target\n'), text)
+        self.assertIn('2 of 2 medians over target (reported, not a '
+                      'failure', text)

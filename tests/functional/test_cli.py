@@ -27,9 +27,11 @@ import json
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
 import textwrap
+import time
 import uuid as uuid_lib
 
 import fixtures
@@ -385,6 +387,150 @@ class CheckExplainCliTest(CliTestCase):
             self.assertNotIn('SQL connection failed', run.err)
             self.assertEqual(1, len(run.err.splitlines()), run)
             self.assertNotIn('Background on this error', run.err)
+
+
+    def assertOneErrorLine(self, code, run, *parts):
+        """Exit *code*, nothing on stdout, one error line holding *parts*."""
+        self.assertExit(code, run)
+        self.assertEqual('', run.out, run)
+        lines = run.err.splitlines()
+        self.assertEqual(1, len(lines), run)
+        self.assertTrue(lines[0].startswith('nova-cellsched: error: '), run)
+        for part in parts:
+            self.assertIn(part, lines[0], run)
+
+    def test_check_refuses_options_that_stop_the_services(self):
+        """Every [cellsched] option, read by the services' own rules.
+
+        Values nova-scheduler or nova-api refuse (it would not start or
+        a request would fail) are exit 2 with the option, its value, the
+        file and what it accepts; check never says "nothing to fix" on
+        them, and no command runs with them.
+        """
+        cases = [
+            ('aggregate_sync_interval', 'soon', 'expected -1 (off, the '
+             'default), 0 (every 60 seconds) or a positive number of '
+             'seconds'),
+            ('placement_prefilter_form', 'sometimes',
+             'expected one of auto, member_of, forbidden'),
+            ('list_max_workers', '0', 'expected an integer of at least 1'),
+            ('cell_cache_ttl', '-5', 'expected an integer of at least 0'),
+            ('list_cell_timeout', 'abc',
+             'expected a number of at least 0.1'),
+            ('api_lister', 'maybe', 'expected true or false'),
+        ]
+        confs = [write_conf(self.tmp, '%s.conf' % name, self.world.api_url,
+                            cells_default='cell1',
+                            extra='%s = %s\n' % (name, value))
+                 for name, value, _allowed in cases]
+        runs = self.cli_many([['--config-file', c, 'check'] for c in confs]
+                             + [['--config-file', confs[4], 'list']])
+        for (name, value, allowed), path, run in zip(cases, confs, runs):
+            self.assertOneErrorLine(
+                2, run, "[cellsched] %s = '%s' in %s is not valid: "
+                % (name, value, path), allowed)
+            self.assertNotIn('LocationInfo', run.err)
+        self.assertOneErrorLine(
+            2, runs[-1], "[cellsched] list_cell_timeout = 'abc' in %s is "
+            "not valid: could not convert string to float: 'abc'; expected "
+            "a number of at least 0.1" % confs[4])
+
+    def test_check_warns_of_a_used_cell_whose_database_is_down(self):
+        """A cell in the options whose database does not answer: a
+        warning naming the cell, never its URL; the exit code stays 0.
+        """
+        # A server that accepts connections and never speaks: the probe's
+        # timeout (5 s) ends the wait.
+        silent = socket.socket()
+        self.addCleanup(silent.close)
+        silent.bind(('127.0.0.1', 0))
+        silent.listen(8)
+        down = self.add_cell_mapping('downcell', SECRET_URL)
+        frozen = self.add_cell_mapping(
+            'frozencell', 'mysql+pymysql://nova:%s@127.0.0.1:%d/x'
+            % (SECRET, silent.getsockname()[1]))
+        self.add_cell_mapping('unusedcell', SECRET_URL)
+        conf = write_conf(self.tmp, 'down.conf', self.world.api_url,
+                          cells_default='cell1,downcell',
+                          cells_projects='frozencell:p1')
+        started = time.monotonic()
+        run = self.cli('check', conf=conf)
+        elapsed = time.monotonic() - started
+        self.assertExit(0, run)
+        warnings = [line for line in run.err.splitlines()
+                    if line.startswith('warning: ')]
+        self.assertEqual(2, len(warnings), run)
+        self.assertIn('cell downcell (%s) is used by [cellsched] '
+                      'cells_default or cells_projects but its database '
+                      'does not answer: OperationalError: (2003' % down,
+                      warnings[0])
+        self.assertIn('cell frozencell (%s) is used by [cellsched] '
+                      'cells_default or cells_projects but its database '
+                      'does not answer: ' % frozen, warnings[1])
+        # The probe's bound (5 s, plus start-up and the rest of check),
+        # not the driver's default of no timeout.
+        self.assertLess(elapsed, 60, run)
+        self.assertNotIn(SECRET, run.err + run.out)
+        self.assertNotIn('mysql+pymysql', run.err)
+
+    def test_bad_input_is_one_error_line_exit_2_also_with_debug(self):
+        """Files that cannot be read, a log file that cannot be opened:
+        exit 2, one line naming the file; --debug changes nothing.
+        """
+        good = write_conf(self.tmp, 'good.conf', self.world.api_url,
+                          cells_default='cell1')
+        latin1 = os.path.join(self.tmp, 'latin1.conf')
+        with open(latin1, 'wb') as handle:
+            handle.write(b'[DEFAULT]\n# caf\xe9\n[api_database]\n'
+                         b'connection = sqlite://\n')
+        conf_dir = os.path.join(self.tmp, 'conf.d')
+        os.mkdir(conf_dir)
+        with open(os.path.join(conf_dir, 'bad.conf'), 'wb') as handle:
+            handle.write(b'[cellsched]\n# \xff\n')
+        cases = [
+            (['--config-file', self.tmp, 'check'],
+             ['cannot read the configuration file %s: Is a directory'
+              % self.tmp, '--config-dir']),
+            (['--config-file', latin1, 'check'],
+             ['%s is not UTF-8 text (byte 0xe9 on line 2); save it as UTF-8'
+              % latin1]),
+            (['--config-file', good, '--config-dir', conf_dir, 'list'],
+             ['%s is not UTF-8 text' % os.path.join(conf_dir, 'bad.conf')]),
+            (['--config-file', good, '--log-file', '/nonexistent/x.log',
+              'check'],
+             ['cannot open the log file /nonexistent/x.log given with '
+              '--log-file: No such file or directory']),
+            (['--config-file', good, 'list', '--limit', '0'], []),
+        ]
+        runs = self.cli_many([argv for argv, _parts in cases] +
+                             [['--debug'] + argv for argv, _parts in cases])
+        for (argv, parts), run, debug_run in zip(cases * 2, runs,
+                                                  runs[len(cases):]):
+            self.assertOneErrorLine(2, run, *parts)
+            self.assertOneErrorLine(2, debug_run, *parts)
+            self.assertEqual(run.err, debug_run.err)
+
+    def test_demo_on_an_unreachable_server_is_one_line(self):
+        """demo --connection to a server that does not answer: exit 3,
+        one error line with the URL masked, no SQLAlchemy link.
+        """
+        url = 'mysql+pymysql://root:%s@127.0.0.1:1/' % SECRET
+        build, clean = self.cli_many([
+            ['demo', '--connection', url, '--cells', '1', '--instances',
+             '1', '--dir', os.path.join(self.tmp, 'demo')],
+            ['demo', '--connection', url, '--clean', '--yes', '--dir',
+             os.path.join(self.tmp, 'demo')]])
+        for run in (build, clean):
+            self.assertExit(3, run)
+            errors = [line for line in run.err.splitlines()
+                      if 'error' in line]
+            self.assertEqual(1, len(errors), run)
+            self.assertTrue(errors[0].startswith(
+                'nova-cellsched: error: cannot reach the database server '
+                'of --connection mysql+pymysql://root:***@127.0.0.1:1/: '
+                'OperationalError: (2003'), run)
+            self.assertNotIn('sqlalche.me', run.err)
+            self.assertNotIn(SECRET, run.err + run.out)
 
 
 class ListCliTest(CliTestCase):

@@ -34,6 +34,7 @@ from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import fixtures as func_fixtures
 from oslo_serialization import jsonutils
+from testtools.content import text_content
 
 from nova_cellsched.api import validation
 from tests.functional import nova_api
@@ -176,9 +177,9 @@ class NovaApiValidationTest(test.TestCase,
                     body['servers'] = list(shapes.values())
                 schema_bodies.verdicts(schema, bodies, counts, mismatches)
         self.assertEqual([], mismatches)
-        print('verdict equivalence (real responses): %d (schema, body) '
-              'pairs: %s' % (sum(counts.values()),
-                             dict(counts.most_common())))
+        self.addDetail('verdict-equivalence', text_content(
+            'real responses: %d (schema, body) pairs: %s'
+            % (sum(counts.values()), dict(counts.most_common()))))
         self.assertGreater(counts['valid'], 16)
         self.assertGreater(counts['minItems'], 0)
 

@@ -119,8 +119,6 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         self.assertTrue(self._required_aggregates_logged('cell2'))
         self.addDetail('seconds_until_in_aggregate', _text(
             '%.2f (interval 1 s)' % in_aggregate))
-        print('new compute node in its cell aggregate after %.2f s with '
-              'aggregate_sync_interval = 1' % in_aggregate)
 
     def test_node_not_synced_gets_no_server_of_its_cells_project(self):
         """The same new node without the periodic sync: NoValidHost."""
@@ -505,7 +503,6 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
                   % (first_s, times[2] * 1000, times[0] * 1000,
                      times[-1] * 1000))
         self.addDetail('cost', _text(report))
-        print(report)
 
     # -- how long a node has been missing ----------------------------------
 

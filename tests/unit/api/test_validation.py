@@ -33,6 +33,7 @@ from nova.api.validation import validators
 from nova import exception
 from nova import test
 from nova.tests.unit.api.openstack import fakes
+from testtools.content import text_content
 
 from nova_cellsched.api import validation
 from tests import schema_bodies
@@ -82,8 +83,9 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         mismatches = []
         self._compare_templates(counts, mismatches)
         self.assertEqual([], mismatches)
-        print('verdict equivalence (templates): %d (schema, body) pairs: '
-              '%s' % (sum(counts.values()), dict(counts.most_common())))
+        self.addDetail('verdict-equivalence', text_content(
+            'templates: %d (schema, body) pairs: %s'
+            % (sum(counts.values()), dict(counts.most_common()))))
         # Every kind of mutation was tried.
         for kind in ('valid', 'required', 'type', 'null', 'format',
                      'extra', 'enum', 'pattern', 'pattern-key', 'length',
@@ -116,9 +118,9 @@ class TestVerdictEquivalence(test.NoDBTestCase):
             schema, [{'count': 5, 'any': '0', 'ratio': 1.5},
                      {'count': '10', 'any': None}], counts, mismatches)
         self.assertEqual([], mismatches)
-        print('verdict equivalence (string numbers): %d (schema, body) '
-              'pairs: %s' % (sum(counts.values()),
-                             dict(counts.most_common())))
+        self.addDetail('verdict-equivalence', text_content(
+            'string numbers: %d (schema, body) pairs: %s'
+            % (sum(counts.values()), dict(counts.most_common()))))
         self.assertGreater(counts['number'], 40)
 
     def test_a_standard_format_checker_would_disagree(self):

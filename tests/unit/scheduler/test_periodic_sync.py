@@ -69,10 +69,11 @@ class IntervalTest(base.BaseTestCase):
                                     periodic_sync.read_interval,
                                     _conf(self.tmp, value))
             self.assertEqual(
-                '[cellsched] aggregate_sync_interval in %s is not valid: '
-                '%s; expected -1 (off, the default), 0 (every 60 seconds) '
-                'or a positive number of seconds'
-                % (os.path.join(self.tmp, 'nova.conf'), reason), str(exc))
+                "[cellsched] aggregate_sync_interval = '%s' in %s is not "
+                'valid: %s; expected -1 (off, the default), 0 (every 60 '
+                'seconds) or a positive number of seconds'
+                % (value, os.path.join(self.tmp, 'nova.conf'), reason),
+                str(exc))
 
     def test_scheduler_start_refuses_a_bad_interval(self):
         """What building the filter at nova-scheduler start prints: a
@@ -93,7 +94,8 @@ class IntervalTest(base.BaseTestCase):
         self.assertNotEqual(0, done.returncode)
         self.assertEqual(
             'nova_cellsched.exception.InvalidConfig: [cellsched] '
-            'aggregate_sync_interval in %s is not valid: Should be greater '
+            "aggregate_sync_interval = '-5' in %s is not valid: Should be "
+            'greater '
             'than or equal to -1; expected -1 (off, the default), 0 (every '
             '60 seconds) or a positive number of seconds' % path,
             done.stderr.strip().splitlines()[-1], done.stderr)
