@@ -83,6 +83,16 @@ class CellschedCommandMixin:
     #: is turned back on (see :func:`pause_collector`).
     start_up_imports: tuple[str, ...] = ()
 
+    def get_description(self) -> str:
+        """The command's docstring, without reStructuredText's literals.
+
+        The docstring is also the command's page in the guide (cliff's
+        Sphinx extension), where ````--workers```` is a literal; in
+        ``--help`` it reads as ``--workers``.
+        """
+        text = super().get_description()  # type: ignore[misc]
+        return str(text).replace('``', '')
+
     def get_epilog(self) -> str:
         """The command's epilog and its hooks', as cliff gives them.
 

@@ -135,13 +135,14 @@ class ReadmeTest(base.BaseTestCase):
                          'NOVA_CELLSCHED_TEST_POSTGRESQL_URL'):
             self.assertIn(variable, quick)
 
-    def test_ci_builds_the_guide_after_the_tests_and_fails_with_it(self):
+    def test_ci_builds_the_guide_before_the_tests_and_fails_with_it(self):
+        """Before: test_docs_build checks the built guide with .venv-docs."""
         with open(os.path.join(TOP, '.ci', 'run')) as handle:
             ci_lines = [line.strip() for line in handle]
         docs = 'tools/docs || { docs=FAILED; status=1; }'
         self.assertIn(docs, ci_lines)
-        self.assertLess(ci_lines.index('tools/venv stestr run || status=$?'),
-                        ci_lines.index(docs))
+        self.assertLess(ci_lines.index(docs),
+                        ci_lines.index('tools/venv stestr run || status=$?'))
         self.assertEqual('exit $status', ci_lines[-1])
         with open(os.path.join(TOP, 'tools', 'docs')) as handle:
             script = handle.read()
