@@ -17,14 +17,27 @@ Two nova-api processes, each served by uwsgi as devstack serves it
 ``debug = false``): **stock** (nova's api-paste.ini, no nova-cellsched
 at all) and **ours** (the same with the ``cellsched`` filter and every
 ``[cellsched]`` option at its default). A client sends
-``GET /servers/detail?all_tenants=1&limit=1000`` (admin) to one, then
-the other, alternating which goes first, and times each request from
-sending it to the last byte of the body. Nothing is done to the
-workers between requests (no forced garbage collection): they run as a
-real API worker runs::
+``GET /servers/detail?limit=N`` to one, then the other, alternating
+which goes first, and times each request from sending it to the last
+byte of the body. Nothing is done to the workers between requests (no
+forced garbage collection): they run as a real API worker runs::
 
     python benchmarks/bench_api_e2e.py --out benchmarks/results/
     python benchmarks/bench_api_e2e.py --quick
+
+**Requests** (``--layouts``, ``--roles``, ``--limits``): per layout,
+as an admin and as a project member, with each limit:
+
+* ``even``: the servers spread over every cell. The admin lists every
+  project (``all_tenants=1``); the member lists one of the world's 12
+  projects, whose servers are in every cell.
+* ``onecell``: a project dedicated to one cell (``cell1`` holds
+  ``--dedicated`` servers of it, no other cell any). The admin lists it
+  (``all_tenants=1&project_id=...``), the member is in it. Every other
+  cell answers its first batch empty; the page lives in one cell.
+
+The admin is the noauth stand-in's ``admin`` (roles admin, member,
+reader); the member has the roles member and reader only.
 
 **Data.** The worlds of ``benchmarks/bench_listing.py`` (seeded by
 ``benchmarks/seed_fast.py``) plus one ``request_specs`` row per instance
@@ -73,6 +86,25 @@ from tests.functional import uwsgi_api  # noqa: E402
 from tests import server_timing_grammar  # noqa: E402
 
 PATH = '/v2.1/servers/detail?all_tenants=1&limit=%d'
+LAYOUTS = ('even', 'onecell')
+ROLES = ('admin', 'member')
+
+
+def request(layout: str, role: str, limit: int,
+            projects: dict[str, str]) -> tuple[str, str]:
+    """(path, token) of one request of the matrix.
+
+    :param projects: layout -> the project listed.
+    """
+    project = projects[layout]
+    if role == 'admin':
+        query = {'all_tenants': '1', 'limit': str(limit)}
+        if layout == 'onecell':
+            query['project_id'] = project
+        return ('/v2.1/servers/detail?' + urllib.parse.urlencode(query),
+                uwsgi_api.TOKEN)
+    return ('/v2.1/servers/detail?limit=%d' % limit,
+            'member:%s:member,reader' % project)
 PHASES = ('gather', 'merge', 'objects', 'view', 'validation', 'other')
 
 
@@ -102,7 +134,8 @@ def pymysql_world(world: dict[str, Any]) -> types.SimpleNamespace:
         for name, _uuid, url in world['cells']})
 
 
-def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str
+def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str,
+        token: str = uwsgi_api.TOKEN
         ) -> tuple[float, bytes, dict[str, str]]:
     """(seconds to the body's last byte, body, headers) of GET *path*."""
     parts = urllib.parse.urlsplit(api.base)
@@ -111,7 +144,7 @@ def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str
     try:
         start = time.perf_counter()
         conn.request('GET', path, headers={
-            'X-Auth-Token': uwsgi_api.TOKEN, 'Accept': 'application/json',
+            'X-Auth-Token': token, 'Accept': 'application/json',
             'OpenStack-API-Version': 'compute %s' % version})
         response = conn.getresponse()
         body = response.read()
@@ -125,9 +158,10 @@ def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str
 
 
 def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
-            limit: int, repeat: int, log: Any) -> dict[str, Any]:
+            limit: int, repeat: int, log: Any, path: str | None = None,
+            token: str = uwsgi_api.TOKEN) -> dict[str, Any]:
     """*repeat* requests per variant, alternating; the medians."""
-    path = PATH % limit
+    path = path or PATH % limit
     times: dict[str, list[float]] = {'stock': [], 'ours': []}
     phases: dict[str, list[float]] = {name: [] for name in PHASES}
     servers = None
@@ -135,13 +169,16 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
         order = ('stock', 'ours') if number % 2 == 0 else ('ours', 'stock')
         bodies = {}
         for variant in order:
-            seconds, body, headers = get(apis[variant], path, version)
+            seconds, body, headers = get(apis[variant], path, version,
+                                         token)
             times[variant].append(seconds)
             bodies[variant] = body.replace(
                 apis[variant].base.encode(), b'http://nova-api')
             if variant == 'ours':
+                # Absent where the filter sends it to admins only.
                 metrics = server_timing_grammar.parse(
-                    headers['Server-Timing'])
+                    headers['Server-Timing']
+                ) if 'Server-Timing' in headers else {}
                 for name in PHASES:
                     phases[name].append(
                         float(metrics.get(name, {}).get('dur', 0.0)))
@@ -162,8 +199,8 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
         'ours_phases_ms': {name: round(statistics.median(values), 1)
                            for name, values in phases.items()},
     }
-    log('  %s: stock %.0f ms, ours %.0f ms, %.2fx; ours: %s'
-        % (version, point['stock_ms'], point['ours_ms'], point['ratio'],
+    log('  %s %s: stock %.0f ms, ours %.0f ms, %.2fx; ours: %s'
+        % (path, version, point['stock_ms'], point['ours_ms'], point['ratio'],
            ', '.join('%s %.0f' % kv
                      for kv in point['ours_phases_ms'].items())))
     return point
@@ -184,18 +221,28 @@ def render(report: dict[str, Any]) -> str:
                   'default).' % ', '.join(
                       '`%s = %s`' % kv
                       for kv in sorted(report['ours_options'].items())), '']
+    if report.get('load'):
+        lines += ['Load average (1, 5, 15 min) at the start %s, at the end '
+                  '%s.' % tuple(', '.join('%.2f' % v for v in report['load']
+                                          [at]) for at in ('start', 'end')),
+                  '']
+    matrix = any('layout' in p for p in report['points'])
     lines += [
-        '| world | version | validation | servers | stock ms | ours ms | x '
-        '| ours: gather | merge | objects | view | validation | other '
-        '| validation share |',
-        '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+        '| world | %sversion | validation | servers | stock ms | ours ms '
+        '| x | ours: gather | merge | objects | view | validation | other '
+        '| validation share |' % (
+            'layout | role | limit | ' if matrix else ''),
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s' % (
+            '---|---|---|' if matrix else ''),
     ]
     for p in report['points']:
         ph = p['ours_phases_ms']
         lines.append(
-            '| %s | %s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.0f '
-            '| %.0f | %.0f | %.0f | %.0f%% |' % (
-                p['world'], p['version'], p['validation'], p['servers'],
+            '| %s | %s%s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f '
+            '| %.0f | %.0f | %.0f | %.0f | %.0f%% |' % (
+                p['world'], '%s | %s | %d | ' % (
+                    p['layout'], p['role'], p['limit']) if matrix else '',
+                p['version'], p['validation'], p['servers'],
                 p['stock_ms'], p['ours_ms'], p['ratio'], ph['gather'],
                 ph['merge'], ph['objects'], ph['view'], ph['validation'],
                 ph['other'], 100.0 * ph['validation'] / p['ours_ms']))
@@ -206,6 +253,14 @@ def render(report: dict[str, Any]) -> str:
         '* world: cells x servers per cell; version: the request\'s '
         'microversion; validation: `[api] response_validation` of both '
         'processes (`warn` is nova\'s default).',
+    ] + ([
+        '* layout: `even`, the servers listed are spread over every cell '
+        '(admin: every project; member: one of 12 projects spread over '
+        'every cell); `onecell`, a project dedicated to `cell1` (admin: '
+        '`project_id` of it; member: in it). role: `admin` (all_tenants) '
+        'or a project `member` (roles member, reader); limit: the '
+        'request\'s.',
+    ] if matrix else []) + [
         '* stock ms, ours ms: the client\'s time from sending the request '
         'to the last byte of the body (HTTP on the loopback, uwsgi, the '
         'paste pipeline, nova-api, JSON); x: stock / ours. Plain medians, '
@@ -229,7 +284,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--versions',
                         default='2.1,%s' % bench_api.MAX_VERSION)
     parser.add_argument('--validations', default='warn,ignore')
-    parser.add_argument('--limit', type=int, default=1000)
+    parser.add_argument('--limits', default='50,1000',
+                        help='page sizes (comma separated)')
+    parser.add_argument('--layouts', default=','.join(LAYOUTS),
+                        help='even, onecell (see the module docstring)')
+    parser.add_argument('--roles', default=','.join(ROLES),
+                        help='admin, member')
+    parser.add_argument('--dedicated', type=int, default=1000,
+                        help='servers of the project dedicated to cell1 '
+                        '(the onecell layout)')
     parser.add_argument('--repeat', type=int, default=7)
     parser.add_argument('--quick', action='store_true',
                         help='one small world (4x100), 3 requests each')
@@ -250,6 +313,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    for w in args.worlds.split(',')]
     args.versions = args.versions.split(',')
     args.validations = args.validations.split(',')
+    args.limits = [int(n) for n in args.limits.split(',')]
+    args.layouts = args.layouts.split(',')
+    args.roles = args.roles.split(',')
+    for name, values, allowed in (('layout', args.layouts, LAYOUTS),
+                                  ('role', args.roles, ROLES)):
+        for value in values:
+            if value not in allowed:
+                parser.error('--%ss: %r is not one of %s'
+                             % (name, value, ', '.join(allowed)))
     args.ours_options = dict(o.split('=', 1) for o in args.ours_option)
     return args
 
@@ -278,15 +350,22 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         print(text, flush=True)
 
     points = []
+    load = {'start': os.getloadavg()}
     neutron = uwsgi_api.FakeNeutron()
     neutron.setUp()
     try:
         for cells, per_cell in args.worlds:
             world = seed_fast.ensure_world(args.server, cells, per_cell, 0,
                                            progress=log)
+            projects = {'even': seed_fast.seed.project_ids(12, seed=42)[0]}
+            if 'onecell' in args.layouts:
+                projects['onecell'] = seed_fast.ensure_dedicated_project(
+                    world, args.dedicated, progress=log)
             bench_api.seed_request_specs(world['api_url'], log)
             nova_world = pymysql_world(world)
             label = '%dx%d' % (cells, per_cell)
+            matrix = [(layout, role, limit) for layout in args.layouts
+                      for role in args.roles for limit in args.limits]
             for validation in args.validations:
                 log('%s, response_validation = %s:' % (label, validation))
                 conf = {'DEFAULT': {'debug': 'false'},
@@ -303,13 +382,21 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                         api.setUp()
                         apis[variant] = api
                     for version in args.versions:
-                        for variant in ('stock', 'ours'):  # warm up
-                            get(apis[variant], PATH % args.limit, version)
+                        for layout, role, limit in matrix:  # warm up
+                            path, token = request(layout, role, limit,
+                                                  projects)
+                            for variant in ('stock', 'ours'):
+                                get(apis[variant], path, version, token)
                     for version in args.versions:
-                        point = measure(apis, version, args.limit,
-                                        args.repeat, log)
-                        point.update(world=label, validation=validation)
-                        points.append(point)
+                        for layout, role, limit in matrix:
+                            path, token = request(layout, role, limit,
+                                                  projects)
+                            point = measure(apis, version, limit,
+                                            args.repeat, log, path, token)
+                            point.update(world=label, validation=validation,
+                                         layout=layout, role=role,
+                                         limit=limit)
+                            points.append(point)
                 finally:
                     for api in apis.values():
                         api.cleanUp()
@@ -317,6 +404,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         neutron.cleanUp()
     report = dict(bench_listing.run_info('bench_api_e2e.py', argv), **{
         'repeat': args.repeat, 'points': points,
+        'load': dict(load, end=os.getloadavg()),
         'ours_options': args.ours_options,
         'notes': [
             'two uwsgi processes (one worker, one thread each, as devstack '

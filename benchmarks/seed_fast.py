@@ -182,8 +182,13 @@ STATES = _states()
 
 def write_cell_files(directory: str, cell_name: str,
                      population: seed.Population, seed_value: int,
-                     cell_id: int) -> dict[str, tuple[str, int]]:
-    """Write one TSV file per table; return table -> (path, rows)."""
+                     cell_id: int, first_id: int = 1
+                     ) -> dict[str, tuple[str, int]]:
+    """Write one TSV file per table; return table -> (path, rows).
+
+    :param first_id: the id of the first row (rows added to a seeded cell
+        start after its last id).
+    """
     rng = random.Random('%s/%d/fast' % (cell_name, seed_value))
     projects = list(population.projects) or seed.project_ids(10,
                                                              seed_value)
@@ -194,7 +199,7 @@ def write_cell_files(directory: str, cell_name: str,
     start_ts = START.timestamp()
     try:
         for index in range(total):
-            row_id = index + 1
+            row_id = index + first_id
             deleted = index >= population.instances
             project = rng.choice(projects)
             user = '%s-user%d' % (project[:8],
@@ -217,7 +222,7 @@ def write_cell_files(directory: str, cell_name: str,
                 node = host + '.example.org'
                 launched = created + datetime.timedelta(seconds=40)
             image = _uuid(rng)
-            display_name = 'vm-%s-%05d' % (cell_name, index)
+            display_name = 'vm-%s-%05d' % (cell_name, row_id - 1)
             terminated = deleted_at = None
             cleaned = 0
             deleted_value = 0
@@ -369,12 +374,16 @@ def copy_schema(template_url: str, target_url: str) -> None:
 
 def seed_cell(cell_url: str, api_url: str | None, cell_id: int,
               cell_name: str, population: seed.Population,
-              seed_value: int = 0) -> dict[str, Any]:
-    """Fill an empty cell database (and its mappings); return stats."""
+              seed_value: int = 0, first_id: int = 1) -> dict[str, Any]:
+    """Fill an empty cell database (and its mappings); return stats.
+
+    :param first_id: the first row id; with more than 1, the rows are
+        added to a cell that holds rows up to ``first_id - 1``.
+    """
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix='ncsbench-') as directory:
         files = write_cell_files(directory, cell_name, population,
-                                 seed_value, cell_id)
+                                 seed_value, cell_id, first_id)
         generated = time.perf_counter()
         conn = mysql_connect(cell_url)
         try:
@@ -618,6 +627,67 @@ def _unmap(api_url: str, cell_id: int) -> None:
         conn.commit()
     finally:
         conn.close()
+
+
+#: The project of :func:`ensure_dedicated_project`: every server of it
+#: lives in one cell.
+DEDICATED_PROJECT = 'dedicated0000000000000000000cell'
+
+
+def ensure_dedicated_project(world: dict[str, Any], instances: int,
+                             cell: str = 'cell1',
+                             progress: Callable[[str], None] = print
+                             ) -> str:
+    """Give *world*'s *cell* *instances* servers of a project of its own.
+
+    A project dedicated to one cell, as ``[cellsched]`` operators map
+    projects to cells: :data:`DEDICATED_PROJECT` has *instances* live
+    servers, all in *cell* (added after the cell's own rows, mapped in
+    the API database), and none anywhere else. Kept when the cell
+    already has exactly that many; otherwise its rows are replaced.
+
+    :returns: the project id.
+    """
+    url = next(u for name, _uuid, u in world['cells'] if name == cell)
+    conn = mysql_connect(url)
+    try:
+        cursor = conn.cursor()
+        cursor.execute('SELECT COUNT(*) FROM instances WHERE project_id = '
+                       '%s', (DEDICATED_PROJECT,))
+        have = cursor.fetchone()[0]
+    finally:
+        conn.close()
+    if have == instances:
+        return DEDICATED_PROJECT
+    if have:
+        raise RuntimeError('%s holds %d servers of %s, expected %d: drop '
+                           'the world (--cleanup) and run again'
+                           % (cell, have, DEDICATED_PROJECT, instances))
+    api = mysql_connect(world['api_url'])
+    try:
+        cursor = api.cursor()
+        cursor.execute('SELECT id FROM cell_mappings WHERE name = %s',
+                       (cell,))
+        cell_id = cursor.fetchone()[0]
+    finally:
+        api.close()
+    conn = mysql_connect(url)
+    try:
+        cursor = conn.cursor()
+        first_id = 1
+        for table in ('instances', 'instance_extra', 'instance_info_caches'):
+            cursor.execute('SELECT COALESCE(MAX(id), 0) FROM %s' % table)
+            first_id = max(first_id, cursor.fetchone()[0] + 1)
+    finally:
+        conn.close()
+    stats = seed_cell(url, world['api_url'], cell_id, cell,
+                      seed.Population(instances=instances,
+                                      projects=[DEDICATED_PROJECT]),
+                      seed_value=7919, first_id=first_id)
+    progress('%s: %d servers of project %s in %s in %.1fs'
+             % (world.get('prefix', 'world'), stats['instances'],
+                DEDICATED_PROJECT, cell, stats['seconds']))
+    return DEDICATED_PROJECT
 
 
 def _seed_one(args: tuple[Any, ...]) -> dict[str, Any]:

@@ -31,7 +31,9 @@ What differs is how the cells are asked and how rows are read:
   so a NULL sort value neither fails the request nor loses rows after a
   marker;
 * a cell is asked for more rows only while they can still be part of
-  the page (:func:`nova_cellsched.gather.refetch_sizes`);
+  the page (:func:`nova_cellsched.gather.refetch_sizes`), and a cell
+  that keeps filling its batches is asked for more each round, unless
+  ``[api] instance_list_cells_batch_strategy = fixed``;
 * a batch's rows and joins come back as plain dicts (:mod:`.rows`)
   rather than ORM entities, where that module knows every join asked
   for.
@@ -409,7 +411,7 @@ class _Listing:
                 uuid: (cctxts[uuid], start, size)
                 for uuid, (start, size) in calls.items()}),
             after, first, batch_size, limit, self.key, self.spec.values_of,
-            span=_span)
+            span=_span, grow=lister.batches_grow())
         self._report(cell_mappings)
         # The rest of this request (faults, block device mappings) does
         # not wait again for a cell the listing gave up on.

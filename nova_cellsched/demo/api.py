@@ -193,18 +193,21 @@ def noauth_filter_factory(global_conf: Any, **local_conf: Any) -> Any:
 
     ``X-Auth-Token: user:project`` (``admin:admin`` when absent) becomes
     the identity headers keystone's ``authtoken`` would set, with the
-    ``admin``, ``member`` and ``reader`` roles. **For demos and tests
-    only**: anyone who can reach the port is an admin.
+    ``admin``, ``member`` and ``reader`` roles;
+    ``user:project:member,reader`` gives those roles instead (a project
+    member). **For demos and tests only**: anyone who can reach the port
+    is an admin.
     """
     def filter_(app: Any) -> Any:
         def noauth(environ: dict[str, Any], start_response: Any) -> Any:
             token = environ.get('HTTP_X_AUTH_TOKEN') or TOKEN
             user, _sep, project = token.partition(':')
+            project, _sep, roles = project.partition(':')
             environ['HTTP_X_USER_ID'] = user
             environ['HTTP_X_USER_NAME'] = user
             environ['HTTP_X_PROJECT_ID'] = project or user
             environ['HTTP_X_PROJECT_NAME'] = project or user
-            environ['HTTP_X_ROLES'] = 'admin,member,reader'
+            environ['HTTP_X_ROLES'] = roles or 'admin,member,reader'
             environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed'
             return app(environ, start_response)
         return noauth

@@ -442,6 +442,19 @@ def first_batch_size(limit: int | None, cells: int) -> int:
     return int(max(1, min(limit, max(size, MIN_BATCH))))
 
 
+def batches_grow() -> bool:
+    """Whether a cell's later batches may grow beyond the first's.
+
+    With ``distributed`` (nova's default) they do: a cell that keeps
+    filling its batches is asked for up to twice the rows it has given
+    (:func:`gather.refetch_sizes`), so a page that lives in one cell (a
+    project dedicated to it) costs a few rounds, not ``limit / batch``.
+    ``fixed`` is the operator's size of every query, as nova documents
+    ``instance_list_cells_batch_fixed_size``: no batch is larger.
+    """
+    return bool(CONF.api.instance_list_cells_batch_strategy != 'fixed')
+
+
 _DEFAULT_ENGINES: instance_query.EngineCache | None = None
 _DEFAULT_ENGINES_LOCK = threading.Lock()
 
@@ -594,7 +607,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
         [c.uuid for c in cells], fetch_round, after, batch_size, batch_size,
         limit, state.key,
         lambda row: state.spec.values_of(row, state.columns),
-        span=recorder.span)
+        span=recorder.span, grow=batches_grow())
     state.failures.update(page.failures)
     with recorder.span('view', rows=len(page.picked)):
         names = {c.uuid: c.name for c in cells}

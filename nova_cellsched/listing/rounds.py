@@ -22,6 +22,9 @@ whose batch was full may hold more rows of the page; it is asked again,
 with the other such cells in one further round, only while its last row
 comes before the limit-th row fetched so far, and for about its share
 of what the page still misses (:func:`nova_cellsched.gather.refetch_sizes`).
+A cell that keeps filling its batches is asked for more each round (up
+to twice the rows it has given), so a page that lives in one cell costs
+O(log) rounds.
 The runs are then merged in the global order
 (:func:`nova_cellsched.listing.sorting.merge`).
 
@@ -89,18 +92,27 @@ def run(cells: Sequence[K], fetch_round: FetchRound[K],
         after: Sequence[Any] | None, first: int, batch_size: int,
         limit: int | None, key: Callable[[Any], Any],
         values_of: Callable[[Any], Sequence[Any]],
-        span: Span = no_span) -> Page[K]:
+        span: Span = no_span, grow: bool = True) -> Page[K]:
     """List *cells* in rounds and merge them: the page and the failures.
 
     :param cells: the cells to ask.
     :param fetch_round: runs one round (see :data:`FetchRound`).
     :param after: sort values to start after (a marker's), or None.
     :param first: rows each cell is asked for in the first round.
-    :param batch_size: the most rows a cell is asked for in a later one.
+    :param batch_size: the most rows a cell is asked for in a later one,
+        unless *grow*.
     :param limit: rows the page holds at most; None for all.
     :param key: a row's sort key (comparable across cells).
     :param values_of: a row's sort values, to start the next batch after.
     :param span: records the phases ``gather``, ``refetch`` and ``merge``.
+    :param grow: a cell that filled its batches may be asked for more
+        than *batch_size* (see :func:`gather.refetch_sizes`); False keeps
+        every later batch at *batch_size* at most.
+
+    The page never depends on the batch sizes: a cell is asked again
+    only while its last row is before the limit-th row fetched so far,
+    each batch starts after the cell's last row, and the runs are merged
+    in the global order.
     """
     failures: dict[K, gather.Outcome[Batch]] = {}
     # cell -> [(sort key, cell, row)] in order.
@@ -118,7 +130,8 @@ def run(cells: Sequence[K], fetch_round: FetchRound[K],
             open_cells.add(cell)
 
     while open_cells:
-        wanted = gather.refetch_sizes(runs, open_cells, batch_size, limit)
+        wanted = gather.refetch_sizes(runs, open_cells, batch_size, limit,
+                                      grow=grow)
         if not wanted:
             break
         with span('refetch', cells=len(wanted)):

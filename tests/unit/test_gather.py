@@ -438,7 +438,32 @@ class RefetchSizesTestCase(base.BaseTestCase):
     def test_refetch_without_limit_asks_every_open_cell_for_a_batch(self):
         runs = runs_of(a=[1, 2], b=[3, 4], c=[5])
         self.assertEqual({'a': 2, 'b': 2},
-                         gather.refetch_sizes(runs, {'a', 'b'}, 2, None))
+                         gather.refetch_sizes(runs, {'a', 'b'}, 2, None,
+                                              grow=False))
+
+    def test_refetch_without_limit_grows_with_what_a_cell_gave(self):
+        """Every row is needed: twice what it gave, at least a batch."""
+        runs = runs_of(a=[1, 2], b=list(range(3, 13)))
+        self.assertEqual({'a': 5, 'b': 20},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 5, None))
+
+    def test_refetch_grows_a_cell_that_holds_the_whole_page(self):
+        """A project living in one cell: twice the rows it gave.
+
+        The other cells gave nothing; the cell's share of what the page
+        misses is all of it, so its growth is the bound until the last
+        round, which asks just for the rows the page still misses.
+        """
+        runs = runs_of(a=list(range(30)), **{'e%d' % i: [] for i in
+                                             range(49)})
+        self.assertEqual({'a': 60},
+                         gather.refetch_sizes(runs, {'a'}, 30, 1000))
+        self.assertEqual({'a': 30},
+                         gather.refetch_sizes(runs, {'a'}, 30, 1000,
+                                              grow=False))
+        runs['a'] = [(k,) for k in range(810)]
+        self.assertEqual({'a': 190},
+                         gather.refetch_sizes(runs, {'a'}, 30, 1000))
 
     def test_refetch_skips_a_cell_whose_last_row_is_past_the_limit(self):
         """b's last row (key 9) ranks 5th: with limit 4 it is not needed."""
@@ -450,6 +475,9 @@ class RefetchSizesTestCase(base.BaseTestCase):
         """a's last row ranks 2nd of limit 5: at most 3 more rows."""
         runs = runs_of(a=[1, 2], b=[3, 4])
         self.assertEqual({'a': 2, 'b': 1},
+                         gather.refetch_sizes(runs, {'a', 'b'}, 2, 5,
+                                              grow=False))
+        self.assertEqual({'a': 3, 'b': 1},
                          gather.refetch_sizes(runs, {'a', 'b'}, 2, 5))
         self.assertEqual({'a': 3, 'b': 1},
                          gather.refetch_sizes(runs, {'a', 'b'}, 10, 5))
@@ -483,15 +511,17 @@ class RefetchSizesTestCase(base.BaseTestCase):
         cells=st.lists(st.lists(st.integers(0, 50), max_size=40),
                        min_size=1, max_size=8),
         batch_size=st.integers(1, 12),
-        limit=st.one_of(st.none(), st.integers(1, 120)))
+        limit=st.one_of(st.none(), st.integers(1, 120)),
+        grow=st.booleans())
     def test_rounds_find_the_global_first_rows(self, cells, batch_size,
-                                               limit):
+                                               limit, grow):
         """Rounds driven by refetch_sizes give the true first rows.
 
         Each cell holds sorted keys; a round fetches from each cell the
         rows after its last one, as the lister does. The merged answer is
         the first *limit* keys of all cells, and no cell was asked for
-        more rows in a round than it was allowed.
+        more rows in a round than it was allowed: a batch, or with
+        *grow* twice the rows it gave when that is more.
         """
         data = {str(i): sorted(keys) for i, keys in enumerate(cells)}
         # A row's first item is its sort key, unique as the listing's are
@@ -503,13 +533,14 @@ class RefetchSizesTestCase(base.BaseTestCase):
         rounds = 0
         while open_cells:
             wanted = gather.refetch_sizes(runs, open_cells, batch_size,
-                                          limit)
+                                          limit, grow=grow)
             if not wanted:
                 break
             rounds += 1
             self.assertLess(rounds, 1000)
             for cell, size in wanted.items():
-                self.assertLessEqual(size, batch_size)
+                self.assertLessEqual(size, max(
+                    batch_size, 2 * len(runs[cell]) if grow else 0))
                 got = rows[cell][len(runs[cell]):len(runs[cell]) + size]
                 runs[cell] = runs[cell] + got
                 if len(got) < size:

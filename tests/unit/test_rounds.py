@@ -18,6 +18,8 @@ first *limit* of all the cells' rows merged, whatever the batch sizes,
 and no cell may be asked for rows that cannot reach the page.
 """
 
+import math
+
 import hypothesis
 from hypothesis import strategies as st
 from oslotest import base
@@ -153,3 +155,111 @@ class RoundsTestCase(base.BaseTestCase):
         self.assertEqual({'a', 'b'}, set(page.failures))
         self.assertIsInstance(page.failures['a'].error, rounds.OutOfOrder)
 
+
+
+class OneCellPagesTestCase(base.BaseTestCase):
+    """A page that lives in one cell of many: a few rounds, not many.
+
+    A project dedicated to one cell of 50: every other cell answers its
+    first batch empty. The lister's first batch at 50 cells is
+    ``int(limit / 50 * 1.5)`` rows (``lister.first_batch_size``); nova
+    asks the one cell 10 times for 100 rows for a page of 1,000.
+    """
+
+    CELLS = ['cell%02d' % n for n in range(50)]
+
+    def one_cell(self, rows):
+        cells = dict.fromkeys(self.CELLS, [])
+        cells['cell07'] = list(range(rows))
+        return FakeCells(cells)
+
+    def asked(self, fake, cell='cell07'):
+        """The sizes the cell was asked for, round by round."""
+        return [calls[cell][1] for calls in fake.rounds if cell in calls]
+
+    def test_a_page_of_1000_in_one_cell_of_50_takes_log_rounds(self):
+        fake = self.one_cell(5000)
+        first = int(1000 / 50 * 1.5)
+        page = fake.run(first=first, batch_size=first, limit=1000)
+        self.assertEqual(list(range(1000)),
+                         [row for _k, _c, row in page.picked])
+        sizes = self.asked(fake)
+        # 30, 60, 180, 540 and the 190 rows the page still misses: the
+        # rows the cell gave triple each round. Without growth: 34 rounds
+        # of 30 rows.
+        self.assertEqual([30, 60, 180, 540, 190], sizes)
+        self.assertLessEqual(len(sizes), math.ceil(math.log2(1000 / first))
+                             + 1)
+        # The cell is never asked for a row the page cannot hold.
+        self.assertEqual(1000, sum(sizes))
+        # The empty cells are asked once.
+        self.assertEqual(len(fake.rounds), len(sizes))
+        self.assertEqual([50] + [1] * (len(sizes) - 1),
+                         [len(calls) for calls in fake.rounds])
+
+    def test_a_page_of_50_in_one_cell_of_50(self):
+        fake = self.one_cell(5000)
+        page = fake.run(first=10, batch_size=10, limit=50)
+        self.assertEqual(list(range(50)),
+                         [row for _k, _c, row in page.picked])
+        self.assertEqual([10, 20, 20], self.asked(fake))
+
+    def test_a_cell_that_runs_out_is_not_asked_again(self):
+        """It holds 100 rows: its batch of 180 comes back short."""
+        fake = self.one_cell(100)
+        page = fake.run(first=30, batch_size=30, limit=1000)
+        self.assertEqual(list(range(100)),
+                         [row for _k, _c, row in page.picked])
+        self.assertEqual([30, 60, 180], self.asked(fake))
+
+    def test_without_growth_every_batch_is_the_batch_size(self):
+        """``fixed``: the operator's size of every query."""
+        fake = self.one_cell(5000)
+        page = rounds.run(sorted(fake.cells), fake.fetch_round, None, 100,
+                          100, 1000, key=lambda r: r,
+                          values_of=lambda r: (r,), grow=False)
+        self.assertEqual(list(range(1000)),
+                         [row for _k, _c, row in page.picked])
+        self.assertEqual([100] * 10, self.asked(fake))
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(
+        heavy=st.lists(st.integers(0, 5000), unique=True, max_size=400),
+        light=st.dictionaries(
+            st.sampled_from('abcdefgh'),
+            st.lists(st.integers(0, 5000), unique=True, max_size=8)),
+        first=st.integers(1, 40), batch_size=st.integers(1, 40),
+        limit=st.one_of(st.none(), st.integers(0, 600)),
+        marker=st.one_of(st.none(), st.integers(0, 5000)),
+        grow=st.booleans())
+    def test_skewed_cells_give_the_merged_prefix(
+            self, heavy, light, first, batch_size, limit, marker, grow):
+        """One cell holds most rows: the page is still the global order.
+
+        Whatever the batch sizes grow to, the page is the first *limit*
+        rows after the marker of all the cells merged, and no cell is
+        asked for more than a batch, or twice the rows it gave.
+        """
+        seen, unique = set(heavy), {'heavy': list(heavy)}
+        for name, rows in light.items():
+            unique[name] = [r for r in rows if r not in seen]
+            seen.update(unique[name])
+        fake = FakeCells(unique)
+        after = None if marker is None else (marker,)
+        page = rounds.run(sorted(fake.cells), fake.fetch_round, after,
+                          first, batch_size, limit, key=lambda r: r,
+                          values_of=lambda r: (r,), grow=grow)
+        everything = sorted(r for r in seen if marker is None or r > marker)
+        expected = everything if limit is None else everything[:limit]
+        self.assertEqual(expected, [row for _k, _c, row in page.picked])
+        given = dict.fromkeys(fake.cells, 0)
+        for number, calls in enumerate(fake.rounds):
+            for cell, (start, size) in calls.items():
+                if number:
+                    self.assertLessEqual(size, max(
+                        batch_size, 2 * given[cell] if grow else 0))
+                    if limit is not None:
+                        self.assertLessEqual(size, limit)
+                given[cell] += len([
+                    r for r in fake.cells[cell]
+                    if start is None or r > start[0]][:size])
