@@ -221,7 +221,7 @@ def _executor(cells: int | None = None) -> concurrent.futures.Executor:
                      'stuck': group.api_stuck_queries_per_cell,
                      'needed': needed})
             else:
-                LOG.info('Listing workers: at most %d', size)
+                LOG.debug('Listing workers: at most %d', size)
             if nova_utils.concurrency_mode_threading():
                 _EXECUTOR = futurist.ThreadPoolExecutor(max_workers=size)
             else:
