@@ -361,8 +361,12 @@ The deadline is enforced on each cell's worker futures, for the first
 batch and for every further batch together: a cell that has not answered
 by then is reported as timed out and the listing returns without it (or
 fails, see ``[api] list_records_by_skipping_down_cells``). A cell is
-charged only while a worker runs its query, never while the query waits
-for a free worker. In nova-api, every blocking call a worker makes on a
+charged only while a worker runs its query, so one hung cell does not
+use up the others' time; and the listing as a whole waits for its cells
+no longer than this either, whatever the worker pool is doing: a cell
+whose query is still waiting for a free worker then is reported as
+timed out for that listing only, and its query is never sent. In
+nova-api, every blocking call a worker makes on a
 PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
 close) ends within twice this value, all of them together, so a worker
 blocked on a hung server ends on its own. nova's own lister uses a fixed
@@ -390,11 +394,19 @@ Largest number of threads that query cells for listings.
 
 Each cell's batch runs in its own worker thread while the others run;
 with more cells than workers the rest wait for a free worker (shown as
-``wait`` in the timings), and that wait is not charged to the cell's
-``list_cell_timeout``. The command line uses a pool of its own for each
-listing. In nova-api, one pool of this size serves every listing of an
-API worker process (green threads under eventlet): concurrent listings
-share it.
+``wait`` in the timings). That wait is not charged to the cell, but it
+counts against the listing's ``list_cell_timeout``: a cell still
+waiting for a worker then is reported as timed out for that listing.
+The command line uses a pool of its own for each listing. In nova-api,
+one pool serves every listing of an API worker process (green threads
+under eventlet), sized when it first lists: under uwsgi with native
+threads, cells x (uwsgi ``threads`` + ``api_stuck_queries_per_cell``),
+so that no task waits for a worker even while frozen cells hold their
+stuck queries, but at most this; under eventlet or another server, this.
+A pool capped below what the process needs is logged once (a WARNING
+with the value to set). A change takes effect in nova-api when its
+workers reload (uwsgi) or restart; in the command line at the next
+call. Threads start only when tasks need them.
 
 Possible values:
 
@@ -404,6 +416,8 @@ Possible values:
 Related options:
 
 * ``[cellsched] list_cell_timeout``
+* ``[cellsched] api_stuck_queries_per_cell``: the stuck queries a cell
+  may hold workers with, counted in nova-api's pool size.
 """),
     cfg.BoolOpt(
         'list_prefer_mysqldb',

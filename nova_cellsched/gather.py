@@ -27,6 +27,12 @@ Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures ran, so one hung cell cannot use up the allowance of the
 others, whatever the order the caller waits in.
 
+A request's own :class:`Deadline` bounds the whole wait as well, tasks
+still queued for a worker included (as nova's ``scatter_gather_cells``
+bounds its whole gather): whatever the pool is doing, the caller waits
+no longer than that. A task still queued when its request gives up is
+cancelled and never runs its work.
+
 Failures are values, not log lines: every cell ends as a
 :class:`Outcome`, and a failed one keeps the original exception object.
 """
@@ -150,8 +156,8 @@ class Budget:
     batch and its further batches share one allowance; neither the time
     the caller spends waiting for *other* cells nor the time the task
     waits for a free worker is charged to it: one hung cell cannot run
-    down the budgets of the healthy ones, and a busy pool cannot make a
-    healthy cell time out.
+    down the budgets of the healthy ones. (A queued task is bounded by
+    its request's deadline instead: see :func:`run_round`.)
     """
 
     def __init__(self, seconds: float | None,
@@ -218,25 +224,44 @@ def _outcome(future: 'concurrent.futures.Future[R]',
     return Outcome(OK, result=future.result())
 
 
+def _left(own: Deadline, overall: Deadline | None) -> float | None:
+    """Seconds the caller may still wait for a task: the lesser bound."""
+    mine = own.remaining()
+    if overall is None:
+        return mine
+    whole = overall.remaining()
+    if mine is None:
+        return whole
+    if whole is None:
+        return mine
+    return min(mine, whole)
+
+
 def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
-           deadline: Deadline | Mapping[K, Deadline]
-           ) -> dict[K, Outcome[R]]:
+           deadline: Deadline | Mapping[K, Deadline],
+           overall: Deadline | None = None) -> dict[K, Outcome[R]]:
     """Wait for *futures*, each until its deadline; one outcome per key.
 
     :param deadline: one deadline for all, or one per key (from each
         cell's :meth:`Budget.start`). A pending deadline (its task still
-        queued) is waited on until the task starts, then until it ends.
+        queued) is waited on until the task starts, then until it ends,
+        but never past *overall*.
+    :param overall: the request's deadline, started: the wait ends by
+        then for every future, queued or running, whatever its own
+        deadline. None: only the futures' own deadlines.
 
     Futures still running at their deadline are reported timed out and
     left to finish on their own (a thread cannot be killed; the database
-    drivers' own read timeouts end them). Their results are dropped. The
-    wait ends as soon as every future is done or past its deadline.
+    drivers' own read timeouts end them). Their results are dropped. A
+    future not started by then is cancelled (its work never runs) and
+    reported timed out. The wait ends as soon as every future is done or
+    past its deadline.
     """
     deadlines = (deadline if isinstance(deadline, Mapping)
                  else dict.fromkeys(futures, deadline))
     pending = dict(futures)
     while pending:
-        left = [deadlines[key].remaining() for key in pending]
+        left = [_left(deadlines[key], overall) for key in pending]
         finite = [seconds for seconds in left if seconds is not None]
         if any(deadlines[key].pending for key in pending):
             # A queued task's clock starts when a worker takes it: look
@@ -246,25 +271,32 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
                              timeout=min(finite) if finite else None)
         pending = {key: future for key, future in pending.items()
                    if not future.done() and
-                   deadlines[key].remaining() != 0.0}
+                   _left(deadlines[key], overall) != 0.0}
     return {key: _outcome(future, deadlines[key])
             for key, future in futures.items()}
 
 
 def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
               calls: Mapping[K, tuple[Callable[..., R], tuple[Any, ...]]],
-              budgets: Mapping[K, Budget]) -> dict[K, Outcome[R]]:
+              budgets: Mapping[K, Budget],
+              deadline: Deadline | None = None) -> dict[K, Outcome[R]]:
     """Run ``function(*args)`` per key in parallel, each within its budget.
 
     :param submit: an executor's ``submit``.
     :param calls: key -> (function, args).
     :param budgets: key -> the :class:`Budget` its task is charged to.
+    :param deadline: the request's deadline (started), which bounds the
+        whole wait, tasks still queued included; None: only the budgets.
 
-    Each task is charged from the moment a worker starts it until it
-    ends: a task waiting for a free worker (a pool busy with other
-    listings) is waited for, never timed out for it. A key whose task
-    runs past its budget is :data:`TIMED_OUT` and its budget exhausted:
-    it must not be waited for again.
+    Each task is charged to its budget from the moment a worker starts
+    it until it ends: time spent waiting for a free worker (a pool busy
+    with other listings) is not charged to the cell. It is bounded by
+    *deadline* instead: a task that has not started when the request's
+    deadline passes is cancelled (its function never runs, so a pool
+    filled with tasks of frozen cells does not grow a backlog) and
+    :data:`TIMED_OUT`, for this call only. A key whose task runs past
+    its budget or the deadline is :data:`TIMED_OUT` and its budget
+    exhausted: it must not be waited for again.
 
     No task starts before the last one is submitted. A thread pool
     starts a thread per submit until it is full, and ``Thread.start``
@@ -276,13 +308,26 @@ def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
     until the last one is submitted. The gate opens even when a submit
     fails (the error is raised), so no submitted task waits for ever.
     """
+    if deadline is not None and deadline.remaining() == 0.0:
+        # The request gave up already: no cell is asked.
+        for key in calls:
+            budgets[key].exhaust()
+        return {key: Outcome(TIMED_OUT, error=CellTimeout(
+            deadline.seconds or 0.0)) for key in calls}
     gate = threading.Event()
     deadlines: dict[K, Deadline] = {}
+    # Keys given up on; a task of one of them that a worker takes
+    # afterwards (it could not be cancelled in time) does no work.
+    given_up: set[K] = set()
+    lock = threading.Lock()
 
     def gated(key: K, function: Callable[..., R],
               args: tuple[Any, ...]) -> R:
         gate.wait()
-        deadlines[key].begin()
+        with lock:
+            if key in given_up:
+                raise CellTimeout(deadlines[key].seconds or 0.0)
+            deadlines[key].begin()
         return function(*args)
 
     futures: dict[K, concurrent.futures.Future[R]] = {}
@@ -293,10 +338,12 @@ def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
             deadlines[key] = budgets[key].start(future, pending=True)
     finally:
         gate.set()
-    outcomes = gather(futures, deadlines)
-    for key, outcome in outcomes.items():
-        if outcome.status == TIMED_OUT:
-            budgets[key].exhaust()
+    outcomes = gather(futures, deadlines, deadline)
+    with lock:
+        given_up.update(key for key, outcome in outcomes.items()
+                        if outcome.status == TIMED_OUT)
+    for key in given_up:
+        budgets[key].exhaust()
     return outcomes
 
 

@@ -147,16 +147,83 @@ _EXECUTOR: concurrent.futures.Executor | None = None
 _EXECUTOR_LOCK = threading.Lock()
 
 
-def _executor() -> concurrent.futures.Executor:
+def request_threads() -> int | None:
+    """Requests this API worker process serves at once; None: unknown.
+
+    uwsgi's ``threads`` (1 without it) when nova-api runs in uwsgi with
+    native threads; None under eventlet (green threads: as many requests
+    as arrive) or in another server.
+    """
+    if not nova_utils.concurrency_mode_threading():
+        return None
+    try:
+        import uwsgi
+    except ImportError:
+        return None
+    value = getattr(uwsgi, 'opt', {}).get('threads', 1)
+    if isinstance(value, list):
+        value = value[-1]
+    if isinstance(value, bytes):
+        value = value.decode()
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def pool_size(cells: int, requests: int | None, stuck_cap: int,
+              most: int) -> int:
+    """Workers for listings of *cells* cells, *requests* at a time.
+
+    Every concurrent listing holds a worker per cell while its round
+    runs, and each cell may hold ``stuck_cap`` more with queries given
+    up on (:data:`STUCK`): with ``cells x (requests + stuck_cap)``
+    workers no listing's task ever waits for a worker. Bounded by
+    *most* (``[cellsched] list_max_workers``), which is also the size
+    when *requests* is unknown (None). Threads start only when tasks
+    need them, so the bound costs nothing until then.
+    """
+    if requests is None:
+        return max(1, most)
+    return max(1, min(most, cells * (requests + stuck_cap)))
+
+
+def _executor(cells: int | None = None) -> concurrent.futures.Executor:
     """This process's workers: green threads under eventlet, else threads.
 
     One pool for every listing of the process, so threads are not
-    started per request; ``[cellsched] list_max_workers`` bounds it.
+    started per request; sized on first use by :func:`pool_size` for
+    *cells* cells (nova-api loads its cells once per worker process),
+    at most ``[cellsched] list_max_workers``. A pool too small for what
+    the process can run is logged once (a WARNING). A busy pool never
+    makes a listing wait past its deadline (:func:`.gather.run_round`):
+    it makes the cells whose tasks did not start in time down for that
+    listing.
     """
     global _EXECUTOR
     with _EXECUTOR_LOCK:
         if _EXECUTOR is None:
-            size = CONF[conf_mod.GROUP_NAME].list_max_workers
+            group = CONF[conf_mod.GROUP_NAME]
+            most = group.list_max_workers
+            requests = request_threads()
+            size = pool_size(cells or most, requests,
+                             group.api_stuck_queries_per_cell, most)
+            needed = (None if requests is None or cells is None else
+                      cells * (requests + group.api_stuck_queries_per_cell))
+            if needed is not None and needed > size:
+                LOG.warning(
+                    'Listing workers: %(size)d ([cellsched] '
+                    'list_max_workers), where %(cells)d cells x '
+                    '(%(requests)d request threads + %(stuck)d '
+                    '[cellsched] api_stuck_queries_per_cell) need '
+                    '%(needed)d: while cells are frozen, concurrent '
+                    'listings may report healthy cells down. To fix: set '
+                    'list_max_workers to %(needed)d.',
+                    {'size': size, 'cells': cells, 'requests': requests,
+                     'stuck': group.api_stuck_queries_per_cell,
+                     'needed': needed})
+            else:
+                LOG.debug('Listing workers: at most %d', size)
             if nova_utils.concurrency_mode_threading():
                 _EXECUTOR = futurist.ThreadPoolExecutor(max_workers=size)
             else:
@@ -251,6 +318,11 @@ class _Listing:
         self.cell_timeout = group.list_cell_timeout
         self.stuck_cap = group.api_stuck_queries_per_cell
         self.budgets: dict[str, gather.Budget] = {}
+        #: The listing's own deadline, from the start of :meth:`run`:
+        #: no wait for its cells lasts past it.
+        self.deadline: gather.Deadline | None = None
+        #: Cells this process lists, to size the worker pool.
+        self.cell_count = 1
         self.lister = CellsLister()
         #: Cell uuid -> seconds its calls ran in the workers.
         self.cell_seconds: dict[str, float] = {}
@@ -322,9 +394,10 @@ class _Listing:
         while it still runs.
         """
         queries = {uuid: guard.Query(uuid) for uuid in calls}
-        outcomes = gather.run_round(_executor().submit, {
+        outcomes = gather.run_round(_executor(self.cell_count).submit, {
             uuid: (self._guarded, (queries[uuid], function) + args)
-            for uuid, (function, args) in calls.items()}, budgets)
+            for uuid, (function, args) in calls.items()}, budgets,
+            self.deadline)
         for uuid, outcome in outcomes.items():
             if outcome.status == gather.TIMED_OUT:
                 STUCK.abandon(queries[uuid])
@@ -398,7 +471,16 @@ class _Listing:
     def run(self, cell_mappings: Sequence[Any], marker: str | None,
             limit: int | None, batch_size: int | None,
             cell_down_support: bool) -> list[Any]:
-        """The page: nova DB rows in the global order, at most *limit*."""
+        """The page: nova DB rows in the global order, at most *limit*.
+
+        The marker's read and every round wait for the cells at most
+        ``list_cell_timeout`` in all, from now, whatever the worker pool
+        is doing: a cell whose task has not answered by then (running,
+        or still queued for a worker) is down for this listing.
+        """
+        self.deadline = gather.Deadline(self.cell_timeout)
+        self.cell_count = max(len(cell_mappings),
+                              len(nova_context.CELLS or ()))
         with server_timing.phase('gather'):
             after = self.marker_values(marker) if marker else None
         if limit == 0:

@@ -99,13 +99,18 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
     names = list(binaries)
     calls = {}
     for cell_mapping in cell_mappings:
+        # Said at start, once per cell and process, not at a listing.
+        guard.warn_unbounded_cell(cell_mapping,
+                                  instance_list.io_timeout(timeout),
+                                  CONF.database.connection_parameters)
         with nova_context.target_cell(context, cell_mapping) as cctxt:
             calls[cell_mapping.uuid] = (
                 _cell_minimum,
                 (cctxt, names, instance_list.io_timeout(timeout)))
     budgets = {uuid: gather.Budget(timeout) for uuid in calls}
-    outcomes = gather.run_round(instance_list._executor().submit, calls,
-                                budgets)
+    outcomes = gather.run_round(
+        instance_list._executor(len(calls)).submit, calls, budgets,
+        gather.Deadline(timeout))
     minimum = 0
     for outcome in outcomes.values():
         if not outcome.ok or not outcome.result:

@@ -302,6 +302,9 @@ class _Listing:
         self.recorder = recorder
         # One allowance per cell, charged only with that cell's own work.
         self.budgets = {c.uuid: gather.Budget(cell_timeout) for c in cells}
+        # And one deadline for the whole wait, tasks still queued for a
+        # worker included.
+        self.deadline = gather.Deadline(cell_timeout)
         self.trace_info = trace_info
         self.columns = views.instance_columns(fields, spec.keys)
         kinds = views.joined_kinds(fields)
@@ -330,7 +333,8 @@ class _Listing:
         now = self.recorder.now()
         return gather.run_round(self.executor.submit, {
             uuid: (work, args + (now,))
-            for uuid, (work, args) in jobs.items()}, self.budgets)
+            for uuid, (work, args) in jobs.items()}, self.budgets,
+            self.deadline)
 
     def _started(self, cell: Cell, submitted: float) -> None:
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)

@@ -74,6 +74,8 @@ IO_TIMEOUT = api_instance_list.io_timeout(CELL_TIMEOUT)
 BOUND = CELL_TIMEOUT + 1.0
 #: ``[cellsched] api_stuck_queries_per_cell`` in these tests.
 STUCK_CAP = 2
+#: Long enough never to be reached when the code works.
+SAFETY = 30.0
 LIVE = 25  # live instances per cell (cell0 has 3)
 DETAIL = '/v2.1/servers/detail?all_tenants=1'
 
@@ -124,8 +126,16 @@ def threads_in_pymysql_io():
     return blocked
 
 
-class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
-    """A frozen cell through nova's API, with the replacement lister."""
+class FrozenServerTestBase(mdb.ServersTestCase):
+    """nova's API with the replacement lister; cells on a frozen server.
+
+    The cells of :attr:`VICTIMS` live on the victim server, which
+    :meth:`freeze` stops; the others (and the API database) on a server
+    that is never harmed.
+    """
+
+    #: The cells on the victim server (cell0 to cell2 are on the other).
+    VICTIMS = ('cell3',)
 
     @classmethod
     def set_up_servers(cls):
@@ -137,8 +147,8 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
             ('cell0', cls.api, seed.Population(instances=3,
                                                error_only=True)),
             ('cell1', cls.api, population),
-            ('cell2', cls.api, population),
-            ('cell3', cls.victim, population)],
+            ('cell2', cls.api, population)] + [
+            (name, cls.victim, population) for name in cls.VICTIMS],
             user='nova', password=PASSWORD)
         cls.expected = cls.world.live_uuids()
 
@@ -177,7 +187,7 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         self.addCleanup(cellsched_api.uninstall)
         self.controller = servers_api.ServersController()
         self.assertIn(urllib.parse.quote_plus(PASSWORD),
-                      self.world.cells['cell3'].url)
+                      self.world.cells[self.VICTIMS[0]].url)
 
     def _heal(self):
         if self.victim.frozen:
@@ -186,7 +196,7 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
             self.victim.start()
 
     def freeze(self):
-        """SIGSTOP cell3's server; time the listing from now on."""
+        """SIGSTOP the victim server; time the listing from now on."""
         self.time_listing_rounds()
         self.victim.freeze()
         self.addCleanup(self._heal)
@@ -206,7 +216,7 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         return body, elapsed
 
     def frozen_bound(self, version='2.1'):
-        """Seconds a request may take once cell3 is frozen.
+        """Seconds a request may take once the victim is frozen.
 
         :data:`BOUND` plus what the same request takes with every cell
         healthy, measured now: the issue bounds what the frozen cell
@@ -217,7 +227,7 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         waited is bounded tightly by :meth:`assert_listing_waited`.
         Each healthy request lists every cell's servers.
         """
-        everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
+        everything = self.uuids_of(*self.expected)
         slowest = 0.0
         for _ in range(3):
             body, elapsed = self.detail(version=version)
@@ -302,7 +312,10 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         for url in re.findall(r'mysql\+pymysql://[^\s\'"]+', text):
             self.assertIn('***', url, 'an unmasked URL is logged')
 
-    # Tests
+
+
+class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
+    """A frozen cell through nova's API, with the replacement lister."""
 
     def test_healthy_cells_answer_in_time_at_2_1(self):
         """Frozen cell3: every other cell's servers within the bound."""
@@ -467,24 +480,173 @@ class FrozenCellThroughNovaApiTest(mdb.ServersTestCase):
         shown = self.controller.show(req, server['id'])
         self.assertEqual(server['id'], shown['server']['id'])
 
-    def test_a_busy_worker_pool_never_makes_a_healthy_cell_down(self):
-        """Time spent waiting for a free worker is not charged to a cell.
+    def test_a_busy_worker_pool_costs_a_request_at_most_its_deadline(self):
+        """A task still queued at the listing's deadline is not waited for.
 
-        The lister's only worker is held by other work for longer than
-        ``list_cell_timeout``; the listing's tasks queue behind it and
-        every cell still answers (each is charged from when it starts).
+        The lister's only worker is held by other work (a frozen cell's
+        query of another request, say) for far longer than
+        ``list_cell_timeout``; the listing's tasks queue behind it. The
+        request returns within the bound, with every cell reported as
+        not responding for this request only: the next request, the
+        worker free again, lists every cell.
+
+        Regression: the listing waited with no limit for a task that had
+        not started (here until the worker was released).
         """
-        everything = self.uuids_of('cell0', 'cell1', 'cell2', 'cell3')
+        everything = self.uuids_of(*self.expected)
         api_instance_list.shutdown()
         self.cfg.config(list_max_workers=1, group='cellsched')
         self.addCleanup(api_instance_list.shutdown)
+        bound = self.frozen_bound()
         release = threading.Event()
         self.addCleanup(release.set)
         busy = api_instance_list._executor().submit(release.wait, 60)
-        timer = threading.Timer(CELL_TIMEOUT + 1, release.set)
+        # Released long after the bound, so that a lister that waits for
+        # the worker fails the test instead of hanging it.
+        timer = threading.Timer(bound + CELL_TIMEOUT * 2, release.set)
         self.addCleanup(timer.cancel)
         timer.start()
+        self.time_listing_rounds()
+        body, elapsed = self.detail()
+        self.assertFalse(busy.done(), 'the listing waited for the worker')
+        self.assertLessEqual(elapsed, bound)
+        self.assert_listing_waited()
+        self.assertEqual(set(), self.ids(body))
+        for cell in self.world.cells.values():
+            self.assertIn('Cell %s is not responding' % cell.uuid,
+                          self.logs.output)
+        release.set()
+        busy.result(SAFETY)
         body, _ = self.detail()
-        self.assertTrue(busy.done())
         self.assertEqual(everything, self.ids(body))
-        self.assertNotIn('is not responding', self.logs.output)
+
+
+class FrozenCellsSharingAHostTest(FrozenServerTestBase):
+    """Two cells on one frozen server, clients listing all the while.
+
+    Cell databases often share a host: cell3 and cell4 live on the
+    victim server, frozen with SIGSTOP. Concurrent listings send each
+    frozen cell a query, and each such query holds a worker until its
+    I/O timeout (twice ``list_cell_timeout``): with a pool too small for
+    that, the healthy cells' tasks queue behind them.
+    """
+
+    VICTIMS = ('cell3', 'cell4')
+    #: Clients listing at once.
+    CLIENTS = 4
+
+    def time_listings(self):
+        """Record each listing's wall time (marker, rounds), any thread."""
+        self.listing_seconds = []
+        lock = threading.Lock()
+        original = api_instance_list._Listing.run
+
+        def timed_run(listing, *args, **kwargs):
+            start = time.monotonic()
+            try:
+                return original(listing, *args, **kwargs)
+            finally:
+                with lock:
+                    self.listing_seconds.append(time.monotonic() - start)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.instance_list._Listing.run', timed_run))
+
+    def concurrent_details(self):
+        """GET /servers/detail by :attr:`CLIENTS` clients at once.
+
+        :returns: each client's (server ids, seconds, error or None).
+        """
+        barrier = threading.Barrier(self.CLIENTS)
+        results = [None] * self.CLIENTS
+
+        def client(n):
+            req = fakes.HTTPRequest.blank(DETAIL, version='2.1',
+                                          use_admin_context=True)
+            barrier.wait(SAFETY)
+            start = time.monotonic()
+            try:
+                body = self.controller.detail(req)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                results[n] = (set(), time.monotonic() - start, exc)
+            else:
+                results[n] = (self.ids(body), time.monotonic() - start,
+                              None)
+
+        threads = [threading.Thread(target=client, args=(n,))
+                   for n in range(self.CLIENTS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(SAFETY * 6)
+            self.assertFalse(thread.is_alive(), 'a request hangs')
+        return results
+
+    def assert_each_cell_whole_or_down(self, ids):
+        """Every cell's servers are all listed or none (down), never part.
+        """
+        for name, uuids in self.expected.items():
+            listed = uuids & ids
+            self.assertIn(listed, (set(), uuids),
+                          '%s is partly listed' % name)
+
+    def test_frozen_cells_and_a_busy_pool_cost_at_most_the_deadline(self):
+        """A pool filled by the frozen cells' queries delays no request.
+
+        ``list_max_workers = 4`` for 4 clients and 5 cells: the frozen
+        cells' queries fill the pool and the healthy cells' tasks of the
+        later requests queue behind them. Every listing still returns
+        within ``list_cell_timeout`` + 1 s, without the frozen cells'
+        servers; a healthy cell is listed whole, or (its task never
+        started in time) reported down for that request only.
+
+        Regression: the queued tasks were waited for until a frozen
+        query ended at its I/O timeout (with a driver without a read
+        timeout, for ever).
+        """
+        self.wait_for_stuck_queries_to_end()
+        api_instance_list.shutdown()
+        self.cfg.config(list_max_workers=4, group='cellsched')
+        self.addCleanup(api_instance_list.shutdown)
+        self.frozen_bound()
+        self.time_listings()
+        self.freeze()
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+        for ids, _seconds, error in self.concurrent_details():
+            self.assertIsNone(error)
+            self.assertEqual(set(), ids & self.uuids_of(*self.VICTIMS))
+            self.assertLessEqual(ids, healthy)
+            self.assert_each_cell_whole_or_down(ids)
+        self.assertEqual(self.CLIENTS, len(self.listing_seconds))
+        for seconds in self.listing_seconds:
+            self.assertLessEqual(seconds, BOUND,
+                                 'a listing waited %.2fs' % seconds)
+        for name in self.VICTIMS:
+            self.assertIn('Cell %s is not responding'
+                          % self.world.cells[name].uuid, self.logs.output)
+        self.assert_no_secret()
+
+    def test_a_pool_sized_for_the_load_lists_every_healthy_cell(self):
+        """Workers for cells x (clients + stuck queries): nothing queues.
+
+        The same freeze and clients with ``list_max_workers`` as
+        :func:`~nova_cellsched.api.instance_list.pool_size` sizes it for
+        4 request threads: every request lists every healthy cell,
+        within the bound, the frozen cells reported down.
+        """
+        self.wait_for_stuck_queries_to_end()
+        api_instance_list.shutdown()
+        self.cfg.config(list_max_workers=api_instance_list.pool_size(
+            len(self.expected), self.CLIENTS, STUCK_CAP, 1000),
+            group='cellsched')
+        self.addCleanup(api_instance_list.shutdown)
+        self.frozen_bound()
+        self.time_listings()
+        self.freeze()
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+        for ids, _seconds, error in self.concurrent_details():
+            self.assertIsNone(error)
+            self.assertEqual(healthy, ids)
+        for seconds in self.listing_seconds:
+            self.assertLessEqual(seconds, BOUND,
+                                 'a listing waited %.2fs' % seconds)

@@ -432,6 +432,151 @@ class RunRoundGateTestCase(ExecutorTestCase):
         self.assertEqual(['A', 'B'], [f.result(SAFETY) for f in submitted])
 
 
+class RequestDeadlineTestCase(ExecutorTestCase):
+    """The request's deadline bounds the wait, queued tasks included.
+
+    A pool whose workers are all held (by tasks of frozen cells of other
+    requests) must not make a request wait past its own deadline: the
+    tasks still queued then are reported timed out for this request and
+    never run their work.
+    """
+
+    #: The request's deadline in these tests (long enough for a free
+    #: worker to answer on a loaded machine).
+    DEADLINE = 0.5
+    #: What the workers' holders are released after, if nothing else
+    #: releases them first: far past the deadline.
+    HELD = 3.0
+
+    def held_pool(self, workers, held):
+        """A pool of *workers* threads, *held* of them blocked."""
+        executor = futurist.ThreadPoolExecutor(max_workers=workers)
+        self.addCleanup(executor.shutdown, wait=False)
+        frozen = self.event()
+        timer = threading.Timer(self.HELD, frozen.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        started = threading.Barrier(held + 1)
+
+        def hold():
+            started.wait(SAFETY)
+            frozen.wait(SAFETY)
+
+        for _ in range(held):
+            executor.submit(hold)
+        # Every holder runs before the round is submitted.
+        started.wait(SAFETY)
+        return executor, frozen
+
+    def drain(self, executor):
+        """Wait until the pool ran (or skipped) everything queued now."""
+        executor.submit(lambda: None).result(SAFETY)
+
+    def test_a_task_queued_past_the_request_deadline_is_timed_out(self):
+        """The only worker is held; the round gives up at its deadline.
+
+        The cell is timed out for this request, its budget exhausted, and
+        its function never runs, not even once the worker is free.
+        """
+        executor, frozen = self.held_pool(workers=1, held=1)
+        ran = []
+        budgets = {'c1': gather.Budget(self.DEADLINE)}
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (ran.append, ('c1',))}, budgets,
+            gather.Deadline(self.DEADLINE))
+        # Returned before the worker was free: the wait did not depend on
+        # the pool.
+        self.assertFalse(frozen.is_set(), 'waited for the busy worker')
+        self.assertEqual(gather.TIMED_OUT, outcomes['c1'].status)
+        self.assertIsInstance(outcomes['c1'].error, gather.CellTimeout)
+        self.assertEqual(0.0, budgets['c1'].remaining())
+        frozen.set()
+        self.drain(executor)
+        self.assertEqual([], ran)
+
+    def test_a_running_task_is_timed_out_at_the_request_deadline(self):
+        """Its own budget is larger: the request's deadline still wins."""
+        hang = self.event()
+        outcomes = gather.run_round(self.executor.submit, {
+            'hung': (self.blocked_until(hang, []), ()),
+            'quick': (lambda: ['row'], ())},
+            {'hung': gather.Budget(SAFETY), 'quick': gather.Budget(SAFETY)},
+            gather.Deadline(self.DEADLINE))
+        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
+        self.assertEqual(['row'], outcomes['quick'].result)
+
+    def test_a_request_past_its_deadline_asks_no_cell(self):
+        """A further round after the deadline submits nothing."""
+        clock = FakeClock()
+        deadline = gather.Deadline(1.0, clock=clock)
+        clock.advance(1.0)
+        submitted = []
+
+        def submit(*args):
+            submitted.append(args)
+            return self.executor.submit(*args)
+
+        budgets = {'c1': gather.Budget(SAFETY)}
+        outcomes = gather.run_round(submit, {'c1': (list, ())}, budgets,
+                                    deadline)
+        self.assertEqual([], submitted)
+        self.assertEqual(gather.TIMED_OUT, outcomes['c1'].status)
+        self.assertEqual(0.0, budgets['c1'].remaining())
+
+    def test_without_a_request_deadline_a_queued_task_is_waited_for(self):
+        """No deadline: the budgets alone, which a queue does not charge.
+        """
+        executor, frozen = self.held_pool(workers=1, held=1)
+        timer = threading.Timer(self.DEADLINE * 2, frozen.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (lambda: ['row'], ())},
+            {'c1': gather.Budget(self.DEADLINE)})
+        self.assertEqual(['row'], outcomes['c1'].result)
+
+    @hypothesis.settings(max_examples=12, deadline=None)
+    @hypothesis.given(workers=st.integers(1, 4), held=st.integers(0, 4),
+                      cells=st.integers(1, 6))
+    def test_a_busy_pool_costs_at_most_the_deadline(self, workers, held,
+                                                    cells):
+        """Any pool, any load: the cells that ran answered, the rest are
+        timed out and never ran; the wait ended with the pool still held.
+
+        The pool has *workers* threads, *held* of them (at most all)
+        blocked for far longer than the deadline.
+        """
+        held = min(held, workers)
+        executor, frozen = self.held_pool(workers, held)
+        ran = set()
+        lock = threading.Lock()
+
+        def answer(cell):
+            with lock:
+                ran.add(cell)
+            return [cell]
+
+        keys = ['cell%d' % n for n in range(cells)]
+        outcomes = gather.run_round(
+            executor.submit, {key: (answer, (key,)) for key in keys},
+            {key: gather.Budget(self.DEADLINE) for key in keys},
+            gather.Deadline(self.DEADLINE))
+        self.assertFalse(frozen.is_set(), 'waited for the busy workers')
+        frozen.set()
+        self.drain(executor)
+        with lock:
+            answered = {key for key, outcome in outcomes.items()
+                        if outcome.ok}
+            self.assertEqual(answered, ran)
+        for key in set(keys) - answered:
+            self.assertEqual(gather.TIMED_OUT, outcomes[key].status)
+        if held < workers:
+            # A free worker answers every cell well within the deadline.
+            self.assertEqual(set(keys), answered)
+        else:
+            self.assertEqual(set(), answered)
+
+
 class RefetchSizesTestCase(base.BaseTestCase):
     """Which cells a further round asks, and for how many rows."""
 

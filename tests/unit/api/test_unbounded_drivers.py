@@ -26,6 +26,7 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_cellsched.api import guard
 from nova_cellsched.api import instance_list
+from nova_cellsched.api import startup
 
 PASSWORD = 'pw-b0a7c1'
 
@@ -154,4 +155,22 @@ class TestWarning(test.NoDBTestCase):
         self.assertEqual(1, len(lines), lines)
         self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
         self.assertIn('read_timeout=8', lines[0])
+        self.assertNotIn(PASSWORD, self.stdlog.logger.output)
+
+    def test_the_start_up_check_warns_at_start(self):
+        """nova-api's start-up check asks each cell: it warns then.
+
+        The cell's server is not there (a closed port): the check reports
+        it as not answering, and the warning was given before the query.
+        """
+        self.addCleanup(instance_list.shutdown)
+        cell = self.cell('mysql+mysqldb://nova:%s@127.0.0.1:1/c1'
+                         % PASSWORD)
+        _minimum, outcomes = startup.minimum_version(
+            nova_context.get_admin_context(), [cell], 2.0)
+        self.assertFalse(outcomes[cell.uuid].ok)
+        lines = self.warnings()
+        self.assertEqual(1, len(lines), lines)
+        self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
+        self.assertIn('read_timeout=4', lines[0])
         self.assertNotIn(PASSWORD, self.stdlog.logger.output)

@@ -1,0 +1,84 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-api's lister pool: sized for what the worker process can run.
+
+uwsgi's Python module exists only inside uwsgi: where a test needs its
+``threads`` option, a module with that one attribute stands in for it
+(``tests.functional.test_nova_api_uwsgi`` runs the real one).
+"""
+
+import sys
+import types
+
+import fixtures
+import hypothesis
+from hypothesis import strategies as st
+from nova import test
+
+from nova_cellsched.api import instance_list
+
+
+class TestPoolSize(test.NoDBTestCase):
+
+    @hypothesis.given(cells=st.integers(1, 500), requests=st.integers(1, 64),
+                      stuck=st.integers(1, 10), most=st.integers(1, 4096))
+    def test_enough_for_every_request_and_stuck_query_at_most_the_cap(
+            self, cells, requests, stuck, most):
+        size = instance_list.pool_size(cells, requests, stuck, most)
+        self.assertEqual(min(most, cells * (requests + stuck)), size)
+        self.assertGreaterEqual(size, 1)
+
+    @hypothesis.given(cells=st.integers(1, 500), most=st.integers(1, 4096))
+    def test_unknown_concurrency_is_the_cap(self, cells, most):
+        self.assertEqual(most, instance_list.pool_size(cells, None, 2, most))
+
+
+class TestExecutor(test.NoDBTestCase):
+
+    def setUp(self):
+        super().setUp()
+        instance_list.shutdown()
+        self.addCleanup(instance_list.shutdown)
+
+    def uwsgi(self, threads):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.utils.concurrency_mode_threading', lambda: True))
+        self.addCleanup(sys.modules.pop, 'uwsgi', None)
+        sys.modules['uwsgi'] = types.SimpleNamespace(
+            opt={'threads': threads})
+
+    def test_uwsgi_threads_are_the_requests(self):
+        self.uwsgi(b'4')
+        self.assertEqual(4, instance_list.request_threads())
+
+    def test_without_uwsgi_the_concurrency_is_unknown(self):
+        self.assertNotIn('uwsgi', sys.modules)
+        self.assertIsNone(instance_list.request_threads())
+
+    def test_a_capped_pool_says_what_to_set(self):
+        """4 cells x (4 threads + 2 stuck) need 24 workers; 8 allowed."""
+        self.uwsgi(b'4')
+        self.flags(list_max_workers=8, api_stuck_queries_per_cell=2,
+                   group='cellsched')
+        executor = instance_list._executor(4)
+        self.assertEqual(8, executor._max_workers)
+        self.assertIn('set list_max_workers to 24',
+                      self.stdlog.logger.output)
+
+    def test_a_pool_for_the_load_is_not_capped(self):
+        self.uwsgi(b'2')
+        self.flags(list_max_workers=64, api_stuck_queries_per_cell=2,
+                   group='cellsched')
+        executor = instance_list._executor(5)
+        self.assertEqual(20, executor._max_workers)
+        self.assertNotIn('list_max_workers to', self.stdlog.logger.output)
