@@ -98,7 +98,9 @@ def listed_cells(request_id: str | None) -> dict[str, Any] | None:
     What this process's lister served in that request, so that the
     request's view (:mod:`.view`) can ask each server's own cell; None
     for any other request, a request with no id, or a request this
-    lister did not serve.
+    lister did not serve. A server listed twice (in two cells during a
+    cross-cell resize) maps to its first copy's cell, the copy nova's
+    compute API keeps and shows.
     """
     mark = _LISTED.get()
     if request_id is None or mark is None or mark[0] != request_id:
@@ -417,9 +419,15 @@ class _Listing:
         guard.remember_given_up(request_id, self.lister.cells_timed_out)
         self._check_down(cell_down_support)
         # The view asks each listed server's own cell (:mod:`.view`).
+        # A server in two cells (a cross-cell resize in flight) is shown
+        # as its first copy: nova's compute API keeps the first and
+        # drops the later ones (``_get_unique_filter_method``), so its
+        # lookups must go to the first copy's cell.
         mappings = {cm.uuid: cm for cm in cell_mappings}
-        _LISTED.set(None if request_id is None else (request_id, {
-            row['uuid']: mappings[cell] for _key, cell, row in page.picked}))
+        listed: dict[str, Any] = {}
+        for _key, cell, row in page.picked:
+            listed.setdefault(row['uuid'], mappings[cell])
+        _LISTED.set(None if request_id is None else (request_id, listed))
         return [row for _key, _cell, row in page.picked]
 
     def _report(self, cell_mappings: Sequence[Any]) -> None:
