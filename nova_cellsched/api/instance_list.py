@@ -26,10 +26,11 @@ What differs is how the cells are asked and how rows are read:
   ``[cellsched] list_cell_timeout``; a cell that fails or does not
   answer in time is a down cell, reported to nova's caller as nova's
   lister reports one;
-* the rows are paged by their sort values (:mod:`.keyset`), NULL lowest,
-  and merged in the same order (:mod:`nova_cellsched.listing.sorting`),
-  so a NULL sort value neither fails the request nor loses rows after a
-  marker;
+* the rows are paged by their sort values (:mod:`.keyset`) and merged
+  in the same order (:mod:`nova_cellsched.listing.sorting`), NULL where
+  nova's queries put it (highest when every cell is on PostgreSQL, else
+  lowest), so a NULL sort value neither fails the request nor loses
+  rows after a marker;
 * a cell is asked for more rows only while they can still be part of
   the page (:func:`nova_cellsched.gather.refetch_sizes`);
 * a batch's rows and joins come back as plain dicts (:mod:`.rows`)
@@ -66,6 +67,7 @@ from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 from nova_cellsched.listing import lister
+from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 
@@ -351,7 +353,7 @@ class _Listing:
         """Worker: one batch of one cell, with nova's DB API."""
         loader = (rows_mod.Loader(cctxt, self.columns_to_join)
                   if self.plain_rows else None)
-        with keyset.paging(after, loader):
+        with keyset.paging(after, loader, self.spec.nulls_high):
             found = list(db.instance_get_all_by_filters_sort(
                 cctxt, self.filters, limit=limit, marker=None,
                 columns_to_join=(
@@ -491,8 +493,11 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
     if cell_mappings is None:
         nova_context.load_cells()
         cell_mappings = nova_context.CELLS
-    listing = _Listing(ctx, filters, columns_to_join,
-                       sort_order(sort_keys, sort_dirs))
+    spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
+        sorting.nulls_high_for(
+            instance_query.backend_of(cm.database_connection)
+            for cm in cell_mappings))
+    listing = _Listing(ctx, filters, columns_to_join, spec)
 
     def rows() -> Iterator[Any]:
         yield from listing.run(cell_mappings, marker, limit, batch_size,

@@ -535,6 +535,10 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
 
     with recorder.span('setup'):
         target_cells = select_cells(context, cells)
+        # NULL where nova's queries put it on these cells' databases.
+        spec = spec.with_nulls_high(sorting.nulls_high_for(
+            instance_query.backend_of(c.database_connection)
+            for c in target_cells))
         after = (_marker_values(context, marker, spec, engines)
                  if marker else None)
     batch_size = first_batch_size(limit, len(target_cells))

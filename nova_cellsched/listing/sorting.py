@@ -17,11 +17,14 @@ Pure Python. The order is nova's (``InstanceSortContext``): by default
 breaker unless uuid is already a key, so that an order striped across
 cell databases is total and pagination is repeatable.
 
-NULL sorts as the cell databases sort it: MySQL/MariaDB and SQLite put
-NULL before every value, so first in ascending and last in descending
-order. (PostgreSQL orders the other way by default; the query adapter
-asks it for ``NULLS FIRST``/``NULLS LAST`` so all three agree.) nova's own
-merge compares the raw values and raises TypeError on a NULL.
+NULL sorts as nova's cell queries sort it (oslo.db's ``paginate_query``
+leaves NULL to the database): MySQL/MariaDB and SQLite put NULL before
+every value (lowest: first in ascending, last in descending order),
+PostgreSQL after every value (highest). A :class:`SortSpec` says which
+(:attr:`SortSpec.nulls_high`, see :func:`nulls_high_for`); the query
+adapter orders every cell so, whatever its database, and the merge
+agrees. nova's own merge compares the raw values and raises TypeError
+where a NULL meets a value of another cell.
 
 The merge is :func:`heapq.merge` with a key function: no comparison
 wrapper per record and no cmp emulation; only descending keys are wrapped
@@ -103,12 +106,48 @@ def _negated(value: Any) -> Any:
     return Descending(value)
 
 
+#: Database backends (SQLAlchemy backend names) that sort NULL after
+#: every value when asked for no NULL order, as nova's queries ask.
+NULLS_HIGH_BACKENDS = frozenset({'postgresql'})
+
+
+def nulls_high_for(backends: Iterable[str]) -> bool:
+    """Whether NULL sorts highest in a listing of cells on *backends*.
+
+    nova's query of a cell leaves the NULL order to the database
+    (PostgreSQL: highest; MySQL/MariaDB, SQLite: lowest). When every
+    cell is on PostgreSQL, NULL is highest, as nova's answers there;
+    otherwise (and for no cells) lowest, as nova answers on MySQL and
+    SQLite; cells of mixed backends have no common order in nova, and
+    the listing orders all of them so.
+
+    :param backends: SQLAlchemy backend names (``postgresql``, ``mysql``,
+        ``sqlite``), one per cell.
+    """
+    found = set(backends)
+    return bool(found) and found <= NULLS_HIGH_BACKENDS
+
+
 @dataclasses.dataclass(frozen=True)
 class SortSpec:
-    """Sort keys and their directions, normalised as nova does."""
+    """Sort keys and their directions, normalised as nova does.
+
+    :attr:`nulls_high`: NULL sorts after every value of its column (in
+    ascending order; before them in descending order), as PostgreSQL
+    sorts it; else before every value, as MySQL and SQLite do.
+    """
 
     keys: tuple[str, ...]
     dirs: tuple[str, ...]
+    nulls_high: bool = False
+
+    def with_nulls_high(self, nulls_high: bool) -> 'SortSpec':
+        """This order with NULL highest (True) or lowest (False)."""
+        return dataclasses.replace(self, nulls_high=nulls_high)
+
+    def nulls_first(self, direction: str) -> bool:
+        """Whether NULL comes before the values in a *direction* key."""
+        return (direction == ASC) != self.nulls_high
 
     @classmethod
     def build(cls, sort_keys: Sequence[str] | None = None,
@@ -167,9 +206,10 @@ class SortSpec:
         """Return ``key(row)`` giving the row's place in this order.
 
         A NULL value sorts before every other value of its column in
-        ascending order and after them in descending order. The key is
-        one flat tuple, two items per sort key: a rank that puts NULL
-        first (ascending) or last (descending), then the value, where
+        ascending order and after them in descending order (the other
+        way round with :attr:`nulls_high`). The key is one flat tuple,
+        two items per sort key: a rank that puts NULL first or last,
+        then the value, where
         descending numbers and naive datetimes are negated into numbers
         the heap compares in C and other descending values are boxed in
         :class:`Descending`. Two NULLs tie on ``(rank, 0)``; a NULL and a
@@ -179,25 +219,25 @@ class SortSpec:
             a database cursor returns them); None for rows that are
             mappings from column name to value.
         """
-        getters: list[tuple[Any, bool]] = []
+        getters: list[tuple[Any, bool, int, int]] = []
         for name, direction in zip(self.keys, self.dirs):
             where = name if columns is None else list(columns).index(name)
-            getters.append((where, direction == DESC))
+            null_rank, value_rank = ((0, 1) if self.nulls_first(direction)
+                                     else (1, 0))
+            getters.append((where, direction == DESC, null_rank,
+                            value_rank))
 
         def key(row: Row) -> tuple[Any, ...]:
             parts: list[Any] = []
             append = parts.append
-            for where, descending in getters:
+            for where, descending, null_rank, value_rank in getters:
                 value = row[where]
                 if value is None:
-                    append(1 if descending else 0)
+                    append(null_rank)
                     append(0)
-                elif descending:
-                    append(0)
-                    append(_negated(value))
                 else:
-                    append(1)
-                    append(value)
+                    append(value_rank)
+                    append(_negated(value) if descending else value)
             return tuple(parts)
 
         return key

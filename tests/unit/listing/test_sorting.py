@@ -84,19 +84,22 @@ def cell_splits(draw, rows):
     return cells
 
 
-def reference_cmp(keys, dirs):
+def reference_cmp(keys, dirs, nulls_high=False):
     """cmp(a, b) over *keys*, written from the rules, not from the code.
 
-    NULL is smaller than any value; a descending key reverses the result
-    of its column, NULL included (so NULL comes last there).
+    NULL is smaller than any value (larger with *nulls_high*, as
+    PostgreSQL sorts it); a descending key reverses the result of its
+    column, NULL included (so NULL comes last there, or first).
     """
+    null = 1 if nulls_high else -1
+
     def cmp_values(x, y):
         if x is None and y is None:
             return 0
         if x is None:
-            return -1
+            return null
         if y is None:
-            return 1
+            return -null
         return (x > y) - (x < y)
 
     def cmp(a, b):
@@ -301,6 +304,41 @@ class KeyFunctionPropertyTestCase(base.BaseTestCase):
         self.assertEqual(expected < 0, ka < kb)
         self.assertEqual(expected > 0, kb < ka)
         self.assertEqual(expected == 0, ka == kb)
+
+
+class NullsHighTestCase(base.BaseTestCase):
+    """PostgreSQL's NULL order: after every value ascending."""
+
+    def test_null_last_when_ascending(self):
+        rows = [{'v': None, 'uuid': 'b'}, {'v': 1, 'uuid': 'a'}]
+        key = SortSpec.build(['v'], ['asc']).with_nulls_high(
+            True).key_function()
+        self.assertEqual(['a', 'b'], uuids_of(sorted(rows, key=key)))
+
+    def test_null_first_when_descending(self):
+        rows = [{'v': 1, 'uuid': 'a'}, {'v': None, 'uuid': 'b'}]
+        key = SortSpec.build(['v'], ['desc']).with_nulls_high(
+            True).key_function()
+        self.assertEqual(['b', 'a'], uuids_of(sorted(rows, key=key)))
+
+    def test_nulls_high_only_when_every_cell_is_on_postgresql(self):
+        self.assertTrue(sorting.nulls_high_for(['postgresql']))
+        self.assertTrue(sorting.nulls_high_for(['postgresql'] * 3))
+        self.assertFalse(sorting.nulls_high_for(['postgresql', 'mysql']))
+        self.assertFalse(sorting.nulls_high_for(['sqlite']))
+        self.assertFalse(sorting.nulls_high_for(['mysql']))
+        self.assertFalse(sorting.nulls_high_for([]))
+
+    @PROPERTY
+    @hypothesis.given(listings(), st.booleans())
+    def test_key_function_agrees_with_reference_either_null_order(
+            self, listing, nulls_high):
+        keys, dirs, rows = listing
+        spec = SortSpec.build(keys, dirs).with_nulls_high(nulls_high)
+        expected = sorted(rows, key=functools.cmp_to_key(
+            reference_cmp(spec.keys, spec.dirs, nulls_high)))
+        self.assertEqual(uuids_of(expected),
+                         uuids_of(sorted(rows, key=spec.key_function())))
 
 
 class PositionalRowsTestCase(base.BaseTestCase):
