@@ -367,9 +367,11 @@ PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
 close) ends within twice this value, all of them together, so a worker
 blocked on a hung server ends on its own. nova's own lister uses a fixed
 60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on a query.
-nova-api started through ``nova_cellsched.wsgi.osapi_compute`` also gives
-each cell this long in nova's start-up check of nova-compute versions
-(nova's own waits 60 seconds), with the same bound on its I/O.
+nova-api's start-up check of nova-compute versions through
+``nova_cellsched.wsgi.osapi_compute`` does not use this value: it gives
+each cell nova's 60 seconds, as nova's check does, so that a cell that
+answers later than this still counts (a too old nova-compute there still
+stops nova-api from starting), and bounds its I/O by the same 60 seconds.
 
 Possible values:
 

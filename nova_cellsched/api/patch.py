@@ -134,6 +134,9 @@ def install() -> bool:
         problems, seconds = selftest.run(
             instance_list.REPLACEMENTS['get_instances_sorted'])
         if problems:
+            # The self-test's listings started the worker pool; nothing
+            # else uses it while the lister is not installed.
+            instance_list.shutdown()
             raise IncompatibleNova(problems)
         for name, replacement in instance_list.REPLACEMENTS.items():
             _SAVED[name] = getattr(nova_instance_list, name)
