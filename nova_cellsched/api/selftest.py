@@ -336,7 +336,8 @@ def _markers_in(mappings: dict[str, Any]) -> Iterator[None]:
 def _replacement_on() -> Iterator[None]:
     """The replacement lists (``[cellsched] api_lister``), uncounted.
 
-    With ``api_lister = false`` (it can be turned on later by a SIGHUP)
+    With ``api_lister = false`` (a reload of the workers can turn it on
+    later)
     it is overridden to true for the self-test, then given back: the
     override it had, or none.
     """
