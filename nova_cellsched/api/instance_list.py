@@ -52,7 +52,6 @@ from nova.compute import instance_list as nova_instance_list
 import nova.conf
 from nova import context as nova_context
 from nova.db.main import api as db
-from nova.db import utils as db_utils
 from nova import exception as nova_exception
 from nova.i18n import _
 from nova import objects
@@ -65,6 +64,7 @@ from nova_cellsched.api import keyset
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
+from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
 from nova_cellsched.listing import lister
 from nova_cellsched.listing import query as instance_query
@@ -221,22 +221,18 @@ def sort_order(sort_keys: Sequence[str] | None,
                sort_dirs: Sequence[str] | None) -> sorting.SortSpec:
     """The order nova's cell queries sort in, for these API arguments.
 
-    nova's ``InstanceSortContext`` (default ``created_at, id`` desc,
-    ``uuid asc`` appended), then the DB API's ``process_sort_params``
-    (directions filled in, ``created_at`` and ``id`` appended): the
-    order every batch is read in and the runs are merged in, up to
-    ``uuid`` (unique, so what follows it never matters). nova's own
-    merge compares only the keys that have a direction; where that
-    differs (fewer directions than keys) it is inconsistent with its
-    own queries, and this order is the queries'.
+    :func:`.sorting.nova_order`, the normalisation the command line's
+    lister uses too: the order every batch is read in and the runs are
+    merged in.
+
+    :raises nova.exception.InvalidInput: as nova's
+        ``process_sort_params``, with its message.
     """
-    sort_ctx = nova_instance_list.InstanceSortContext(
-        list(sort_keys or ()), list(sort_dirs or ()))
-    keys, dirs = db_utils.process_sort_params(
-        sort_ctx.sort_keys, sort_ctx.sort_dirs, default_dir='desc')
-    # uuid is unique: the keys after it never decide an order.
-    end = keys.index('uuid') + 1
-    return sorting.SortSpec(tuple(keys[:end]), tuple(dirs[:end]))
+    try:
+        keys, dirs = sorting.nova_order(sort_keys, sort_dirs)
+    except cellsched_exception.InvalidListRequest as exc:
+        raise nova_exception.InvalidInput(reason=exc.expected)
+    return sorting.SortSpec(keys, dirs)
 
 
 class _Listing:
@@ -366,20 +362,16 @@ class _Listing:
     def marker_values(self, marker: str) -> tuple[Any, ...]:
         """The marker instance's sort values, as nova finds the marker.
 
-        Its InstanceMapping names its cell (none: ``MarkerNotFound``);
+        Its InstanceMapping names its cell (:func:`.lister.marker_cell`,
+        the command line's lookup too; none: ``MarkerNotFound``);
         the instance is read there, deleted ones included, in a worker
         within ``list_cell_timeout`` (nova reads it in the request's
         thread, without a bound).
         """
         try:
-            im = objects.InstanceMapping.get_by_instance_uuid(
-                self.ctx, marker)
-        except nova_exception.InstanceMappingNotFound:
-            raise nova_exception.MarkerNotFound(marker=marker)
-        cell = im.cell_mapping
-        if cell is None:
-            # Still being scheduled: nova's lister fails the same way
-            # (its target_cell cannot target no cell).
+            # The command line's lookup too.
+            cell = lister.marker_cell(self.ctx, marker)
+        except cellsched_exception.MarkerNotFound:
             raise nova_exception.MarkerNotFound(marker=marker)
         elevated = self.ctx.elevated(read_deleted='yes')
         with nova_context.target_cell(elevated, cell) as cctxt:

@@ -47,6 +47,8 @@ DIRECTIONS = (ASC, DESC)
 DEFAULT_KEYS = ('created_at', 'id')
 DEFAULT_DIRS = (DESC, DESC)
 TIE_BREAKER = 'uuid'
+#: The keys nova's DB API appends (``process_sort_params``).
+NOVA_DB_DEFAULT_KEYS = ('created_at', 'id')
 #: The sort keys of nova's API (``GET /servers?sort_key=``, microversion
 #: 2.75+), spelled out so the command line need not import nova's API
 #: (over a second); a unit test keeps it equal to nova's list.
@@ -106,6 +108,61 @@ def _negated(value: Any) -> Any:
     return Descending(value)
 
 
+#: nova's message for a sort direction other than asc or desc
+#: (``nova.db.utils.process_sort_params``).
+UNKNOWN_DIRECTION = "Unknown sort direction, must be 'desc' or 'asc'"
+#: nova's message for more sort directions than keys.
+TOO_MANY_DIRECTIONS = 'Sort direction size exceeds sort key size'
+
+
+def nova_order(sort_keys: Sequence[str] | None,
+               sort_dirs: Sequence[str] | None
+               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The order nova's cell queries sort in, for these arguments.
+
+    The one normalisation both listers use (the command line's through
+    :meth:`SortSpec.build`, nova-api's through
+    ``nova_cellsched.api.instance_list.sort_order``): nova's
+    ``InstanceSortContext`` (no keys: ``created_at desc, id desc``;
+    ``uuid asc`` appended unless uuid is a key), then its DB API's
+    ``process_sort_params(default_dir='desc')`` (missing directions are
+    the first direction, or ``desc`` if none; ``created_at`` and ``id``
+    appended in that direction), as nova's instance query receives them,
+    up to ``uuid`` (unique: what follows never decides an order). nova's
+    own merge compares only the keys given a direction before uuid was
+    appended; where that differs (fewer directions than keys), it is
+    inconsistent with its queries, and this order is the queries'.
+    ``tests/unit/listing/test_sorting.py`` compares it with nova's
+    functions, whose sources :mod:`nova_cellsched.api.fingerprint` pins.
+
+    :raises InvalidListRequest: a direction other than ``asc``/``desc``
+        (case-sensitive, as nova's) or more directions than keys, with
+        nova's message as *expected*.
+    """
+    keys = list(sort_keys or ())
+    dirs = list(sort_dirs or ())
+    if not keys:
+        keys, dirs = list(DEFAULT_KEYS), list(DEFAULT_DIRS)
+    if TIE_BREAKER not in keys:
+        keys.append(TIE_BREAKER)
+        dirs.append(ASC)
+    default_dir = dirs[0] if dirs else DESC
+    for direction in dirs:
+        if direction not in DIRECTIONS:
+            raise InvalidListRequest('sort direction', direction,
+                                     UNKNOWN_DIRECTION)
+    if len(dirs) > len(keys):
+        raise InvalidListRequest('sort directions', ','.join(dirs),
+                                 TOO_MANY_DIRECTIONS)
+    dirs += [default_dir] * (len(keys) - len(dirs))
+    for key in NOVA_DB_DEFAULT_KEYS:
+        if key not in keys:
+            keys.append(key)
+            dirs.append(default_dir)
+    end = keys.index(TIE_BREAKER) + 1
+    return tuple(keys[:end]), tuple(dirs[:end])
+
+
 #: Database backends (SQLAlchemy backend names) that sort NULL after
 #: every value when asked for no NULL order, as nova's queries ask.
 NULLS_HIGH_BACKENDS = frozenset({'postgresql'})
@@ -153,17 +210,15 @@ class SortSpec:
     def build(cls, sort_keys: Sequence[str] | None = None,
               sort_dirs: Sequence[str] | None = None,
               allowed: Collection[str] | None = None) -> 'SortSpec':
-        """Validate and normalise like nova's API and InstanceSortContext.
+        """Validate a caller's sort arguments, normalise them as nova does.
 
-        * no keys: ``created_at desc, id desc``;
-        * keys without any direction are sorted ascending, as nova's
-          cell queries sort them (``InstanceSortContext`` appends ``asc``
-          for uuid, which ``process_sort_params`` then uses for every
-          key); when some directions are given, the keys after them
-          repeat the first one. nova is not self-consistent there (its
-          merge and its queries disagree), so only fully specified or
-          fully unspecified directions are comparable with nova;
-        * ``uuid asc`` is appended when uuid is not a key.
+        Validation (stricter than nova's, for a command line): known
+        keys, each once; directions ``asc``/``desc`` in any case, at
+        most one per key, none without keys. Normalisation:
+        :func:`nova_order`, the one nova-api's lister uses too (no keys:
+        ``created_at desc, id desc``; keys without any direction
+        ascending; directions missing after some are given as nova's
+        queries fill them; ``uuid`` ends the order).
 
         :param allowed: the sort keys accepted from a caller (nova's API
             whitelist); None accepts any key.
@@ -192,14 +247,7 @@ class SortSpec:
         if len(set(keys)) != len(keys):
             raise InvalidListRequest('sort keys', ','.join(keys),
                                      'each key at most once')
-        if not keys:
-            keys, dirs = list(DEFAULT_KEYS), list(DEFAULT_DIRS)
-        default_dir = dirs[0] if dirs else ASC
-        dirs += [default_dir] * (len(keys) - len(dirs))
-        if TIE_BREAKER not in keys:
-            keys.append(TIE_BREAKER)
-            dirs.append(ASC)
-        return cls(tuple(keys), tuple(dirs))
+        return cls(*nova_order(keys, dirs))
 
     def key_function(self, columns: Sequence[str] | None = None
                      ) -> Callable[[Row], tuple[Any, ...]]:

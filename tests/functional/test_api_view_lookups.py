@@ -330,6 +330,57 @@ class ViewLookupsTestMixin:
             self.cells['cell2'].uuid, cells[uuid].uuid)
 
 
+    def test_both_listers_look_the_marker_up_the_same_way(self) -> None:
+        """One marker lookup (``lister.marker_cell``) for CLI and API.
+
+        A deleted server's uuid is a marker for both, and both continue
+        after it in the same order; a server still being scheduled (a
+        mapping without a cell) and an unknown uuid are refused by both,
+        the command line with its error, nova-api with nova's
+        ``MarkerNotFound``.
+        """
+        from nova_cellsched.api import instance_list
+        from nova_cellsched.api import keyset
+        from nova_cellsched import exception
+        from nova_cellsched import listing
+        if not keyset.installed():
+            keyset.install()
+            self.addCleanup(keyset.uninstall)  # type: ignore[attr-defined]
+        self.cfg.config(  # type: ignore[attr-defined]
+            connection=self.world.url_of('cell1'), group='database')
+        ctx = nova_context.get_admin_context()
+        cells = [self.cells['cell1'], self.cells['cell2']]
+        deleted = sorted(set(self.uuids['cell1']) -
+                         self.world.all_uuids()['cell1'])[0]
+
+        def api(marker: str) -> list[str]:
+            _lister, found = instance_list.get_instances_sorted(
+                ctx, {'deleted': False}, 5, marker, [], None, None,
+                cell_mappings=cells)
+            return [row['uuid'] for row in found]
+
+        def cli(marker: str) -> list[str]:
+            result = listing.list_instances(
+                ctx, cells=['cell1', 'cell2'], limit=5, marker=marker,
+                fields=['uuid'], engines=self.world.engines)
+            return [r['uuid'] for r in result.instances]
+
+        after = cli(deleted)
+        self.assertEqual(5, len(after))  # type: ignore[attr-defined]
+        self.assertEqual(after, api(deleted))  # type: ignore[attr-defined]
+
+        scheduling = uuidutils.generate_uuid()
+        objects.InstanceMapping(ctx, instance_uuid=scheduling,
+                                project_id='p', cell_mapping=None).create()
+        for marker, why in ((scheduling, 'still being scheduled'),
+                            (uuidutils.generate_uuid(), 'existing')):
+            error = self.assertRaises(  # type: ignore[attr-defined]
+                exception.MarkerNotFound, cli, marker)
+            self.assertIn(why, str(error))  # type: ignore[attr-defined]
+            self.assertRaises(  # type: ignore[attr-defined]
+                nova_exception.MarkerNotFound, api, marker)
+
+
 class ViewLookupsMariaDBTest(ViewLookupsTestMixin,
                              db_fixtures.FunctionalTestCase):
     SERVER_URL = db_fixtures.MYSQL_URL

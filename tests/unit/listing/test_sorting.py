@@ -136,18 +136,24 @@ class SortSpecBuildTestCase(base.BaseTestCase):
         self.assertEqual(('desc', 'asc'), spec.dirs)
 
     def test_build_uuid_key_not_appended_twice(self):
+        # uuid is unique: the keys after it never decide an order.
         spec = SortSpec.build(['uuid', 'host'], ['desc', 'asc'])
-        self.assertEqual(('uuid', 'host'), spec.keys)
-        self.assertEqual(('desc', 'asc'), spec.dirs)
+        self.assertEqual(('uuid',), spec.keys)
+        self.assertEqual(('desc',), spec.dirs)
 
     def test_build_keys_without_dirs_are_ascending(self):
         spec = SortSpec.build(['host', 'display_name'])
         self.assertEqual(('host', 'display_name', 'uuid'), spec.keys)
         self.assertEqual(('asc', 'asc', 'asc'), spec.dirs)
 
-    def test_build_missing_dirs_repeat_the_first_dir(self):
+    def test_build_missing_dirs_are_filled_as_novas_query_fills_them(self):
+        """nova's cell query: uuid asc appended, the rest the first dir.
+
+        (InstanceSortContext, then process_sort_params.)
+        """
         spec = SortSpec.build(['host', 'display_name', 'id'], ['desc'])
-        self.assertEqual(('desc', 'desc', 'desc', 'asc'), spec.dirs)
+        self.assertEqual(('host', 'display_name', 'id', 'uuid'), spec.keys)
+        self.assertEqual(('desc', 'asc', 'desc', 'desc'), spec.dirs)
 
     def test_build_dirs_are_case_insensitive(self):
         spec = SortSpec.build(['host', 'id'], ['DESC', 'Asc'])
@@ -304,6 +310,63 @@ class KeyFunctionPropertyTestCase(base.BaseTestCase):
         self.assertEqual(expected < 0, ka < kb)
         self.assertEqual(expected > 0, kb < ka)
         self.assertEqual(expected == 0, ka == kb)
+
+
+def novas_order(sort_keys, sort_dirs):
+    """nova's own normalisation: what its instance query is given."""
+    from nova.compute import instance_list as nova_instance_list
+    from nova.db import utils as db_utils
+    sort_ctx = nova_instance_list.InstanceSortContext(
+        list(sort_keys), list(sort_dirs))
+    keys, dirs = db_utils.process_sort_params(
+        sort_ctx.sort_keys, sort_ctx.sort_dirs, default_dir='desc')
+    end = keys.index('uuid') + 1
+    return tuple(keys[:end]), tuple(dirs[:end])
+
+
+class NovaOrderTestCase(base.BaseTestCase):
+    """One normalisation for both listers, nova's for every input."""
+
+    @PROPERTY
+    @hypothesis.given(
+        st.lists(st.sampled_from(sorted(sorting.API_SORT_KEYS) + ['id']),
+                 max_size=4, unique=True),
+        st.lists(st.sampled_from(['asc', 'desc', 'ASC', 'up']),
+                 max_size=5))
+    def test_nova_order_is_novas(self, keys, dirs):
+        from nova import exception as nova_exception
+        try:
+            expected = novas_order(keys, dirs)
+        except nova_exception.InvalidInput as exc:
+            error = self.assertRaises(InvalidListRequest,
+                                      sorting.nova_order, keys, dirs)
+            self.assertIn(error.expected, str(exc))
+            return
+        self.assertEqual(expected, sorting.nova_order(keys, dirs))
+
+    @PROPERTY
+    @hypothesis.given(
+        st.lists(st.sampled_from(sorted(sorting.API_SORT_KEYS)),
+                 min_size=1, max_size=4, unique=True),
+        st.data())
+    def test_command_line_and_api_orders_are_the_same(self, keys, data):
+        """SortSpec.build (the CLI) and the API's sort_order agree."""
+        from nova_cellsched.api import instance_list
+        dirs = data.draw(st.lists(st.sampled_from(['asc', 'desc']),
+                                  max_size=len(keys)))
+        self.assertEqual(instance_list.sort_order(keys, dirs),
+                         SortSpec.build(keys, dirs,
+                                        allowed=sorting.API_SORT_KEYS))
+
+    def test_api_sort_order_raises_novas_invalid_input(self):
+        from nova import exception as nova_exception
+
+        from nova_cellsched.api import instance_list
+        error = self.assertRaises(nova_exception.InvalidInput,
+                                  instance_list.sort_order, ['host'],
+                                  ['sideways'])
+        self.assertIn("Unknown sort direction, must be 'desc' or 'asc'",
+                      str(error))
 
 
 class NullsHighTestCase(base.BaseTestCase):
