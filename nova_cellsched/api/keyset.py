@@ -137,7 +137,11 @@ def one_row_per_instance(query: Any) -> Any:
     Reads two attributes of SQLAlchemy's legacy ``Query`` that have no
     public reader (the same in 1.4 and 2.0): ``_setup_joins``, the
     ``join()`` calls made on it (nova's eager loads are options, not
-    joins), and ``_with_options``, nova's eager-load options.
+    joins), and ``_with_options``, nova's eager-load options. Their
+    writers, ``Query.join`` and ``Query.options``, are in
+    :data:`.fingerprint.RELIED_ON` (a SQLAlchemy whose source differs
+    is refused at install), the start-up self-test (:mod:`.selftest`)
+    lists with ``tags-any`` both ways, and
     ``tests/functional/test_api_rows.py`` fails if either changes.
     """
     if not query._setup_joins:
