@@ -371,9 +371,11 @@ PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
 close) ends within twice this value, all of them together, so a worker
 blocked on a hung server ends on its own. nova's own lister uses a fixed
 60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on a query.
-nova-api started through ``nova_cellsched.wsgi.osapi_compute`` also gives
-each cell this long in nova's start-up check of nova-compute versions
-(nova's own waits 60 seconds), with the same bound on its I/O.
+nova-api's start-up check of nova-compute versions through
+``nova_cellsched.wsgi.osapi_compute`` does not use this value: it gives
+each cell nova's 60 seconds, as nova's check does, so that a cell that
+answers later than this still counts (a too old nova-compute there still
+stops nova-api from starting), and bounds its I/O by the same 60 seconds.
 
 Possible values:
 
@@ -446,7 +448,6 @@ api_opts = [
     cfg.BoolOpt(
         'api_lister',
         default=True,
-        mutable=True,
         help="""
 Serve nova-api's server lists with nova-cellsched's parallel lister.
 
@@ -459,9 +460,13 @@ list_cell_timeout``, sorts NULL values without failing, and pages
 correctly after a marker. The answers keep nova's contract (the same
 servers, fields, order, errors and down-cell handling).
 
-This option is read on every request and is mutable: set it to False
-and send nova-api a SIGHUP to go back to nova's own lister without
-editing ``api-paste.ini`` or restarting.
+Read on every request. To go back to nova's own lister without
+editing ``api-paste.ini``, set it to False and reload nova-api's
+workers: under uwsgi a SIGHUP to the uwsgi master (a graceful reload),
+under Apache mod_wsgi a graceful restart (``apachectl graceful``); each
+new worker reads nova.conf again. nova-api under uwsgi or mod_wsgi has
+no oslo.service and runs no oslo.config mutate hooks, so nothing
+changes the value inside a running worker.
 
 Possible values:
 
@@ -479,7 +484,6 @@ Related options:
     cfg.BoolOpt(
         'api_server_timing',
         default=True,
-        mutable=True,
         help="""
 Send a Server-Timing header with the server lists nova-api serves.
 
@@ -495,8 +499,9 @@ time and the cells reported down:
 ``os_compute_api:servers:cellsched:server_timing:cells`` (default
 ``rule:context_is_admin``, admins only). nova-api re-reads its policy
 file when the file changes: a rule changed there applies from the next
-request. This option is mutable: a SIGHUP to nova-api (under uwsgi, a
-worker reload) applies a new value.
+request. A change of this option takes effect when nova-api's workers
+are reloaded (under uwsgi a SIGHUP to the master; under mod_wsgi a
+graceful restart); nova-api runs no mutate hooks.
 
 Possible values:
 
@@ -514,7 +519,6 @@ Related options:
     cfg.BoolOpt(
         'api_log_timings',
         default=False,
-        mutable=True,
         help="""
 Log the timings of every server list nova-api serves at INFO.
 
@@ -522,6 +526,10 @@ Each list served by the nova-cellsched lister writes one log line with
 the figures of the ``Server-Timing`` header, the time each cell's
 queries took and the cells that were down. At DEBUG by default; at INFO
 with this option, for deployments that keep INFO logs.
+
+A change takes effect when nova-api's workers are reloaded (under uwsgi
+a SIGHUP to the master; under mod_wsgi a graceful restart); nova-api
+runs no mutate hooks.
 
 Possible values:
 
@@ -536,7 +544,6 @@ Related options:
         'api_stuck_queries_per_cell',
         default=2,
         min=1,
-        mutable=True,
         help="""
 Queries to one cell that nova-api may leave running after their deadline.
 
@@ -549,6 +556,10 @@ ends (at its I/O timeout, twice ``list_cell_timeout``, or when the cell
 answers again).
 This bounds the threads and connections a frozen cell can hold in
 each API worker, whatever the request rate.
+
+A change takes effect when nova-api's workers are reloaded (under uwsgi
+a SIGHUP to the master; under mod_wsgi a graceful restart); nova-api
+runs no mutate hooks.
 
 Possible values:
 
@@ -563,7 +574,6 @@ Related options:
     cfg.BoolOpt(
         'api_fast_validation',
         default=True,
-        mutable=True,
         help="""
 Validate the responses of nova-api's server lists once, with a faster
 validator that gives nova's verdict.
@@ -583,8 +593,9 @@ serialized and handed to nova's own validator, so a body nova rejects
 is logged (``warn``) or refused (``error``) with nova's own message,
 and ``[api] response_validation = ignore`` still skips validation.
 
-This option is read on every request and is mutable: set it to False
-and send nova-api a SIGHUP to go back to nova's own validation. When
+Read on every request: set it to False and reload nova-api's workers
+(under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
+nova-api runs no mutate hooks) to go back to nova's own validation. When
 the filter finds nova's validation code different from the code it was
 built for, it logs an error and nova validates as before, whatever
 this option says.
@@ -602,7 +613,6 @@ Related options:
     cfg.BoolOpt(
         'api_view_bdms',
         default=True,
-        mutable=True,
         help="""
 Read the attached volumes of a served ``/servers/detail`` from each
 server's own cell, for the columns the view shows.
@@ -618,8 +628,9 @@ their cells), with nova's query, for the volume id and
 write of a uuid into a mapping that has none (an online data migration
 ``nova-manage db online_data_migrations`` also does).
 
-Read on every request (mutable): set it to False and send nova-api a
-SIGHUP to go back to nova's lookup.
+Read on every request: set it to False and reload nova-api's workers
+(under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
+nova-api runs no mutate hooks) to go back to nova's lookup.
 
 Possible values:
 
@@ -634,7 +645,6 @@ Related options:
     cfg.BoolOpt(
         'api_view_faults',
         default=True,
-        mutable=True,
         help="""
 Read the faults of a served server list from each server's own cell.
 
@@ -646,8 +656,9 @@ faults of all the listed servers. With this option only the cells of
 the listed servers are asked, each for its own servers, with nova's
 own query and objects; the response is the same.
 
-Read on every request (mutable): set it to False and send nova-api a
-SIGHUP to go back to nova's lookup.
+Read on every request: set it to False and reload nova-api's workers
+(under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
+nova-api runs no mutate hooks) to go back to nova's lookup.
 
 Possible values:
 
@@ -662,7 +673,6 @@ Related options:
     cfg.BoolOpt(
         'api_view_request_specs',
         default=True,
-        mutable=True,
         help="""
 Read the pinned availability zone and scheduler hints of a served
 server list without building whole RequestSpec objects.
@@ -680,8 +690,9 @@ hints), is built by nova as before. The response is the same. Not
 done: nova's save of a spec whose legacy NUMA topology it migrates on
 read.
 
-Read on every request (mutable): set it to False and send nova-api a
-SIGHUP to go back to nova's lookup.
+Read on every request: set it to False and reload nova-api's workers
+(under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
+nova-api runs no mutate hooks) to go back to nova's lookup.
 
 Possible values:
 

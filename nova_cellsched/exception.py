@@ -86,6 +86,22 @@ class InvalidListRequest(CellschedError):
                          % (argument, value, ' '.join(expected.split())))
 
 
+class MarkerNotFound(InvalidListRequest):
+    """The marker is not an instance a listing can start after.
+
+    No InstanceMapping names it, or its mapping has no cell yet (a
+    server still being scheduled). nova-api's lister answers nova's
+    ``MarkerNotFound``.
+    """
+
+    def __init__(self, marker: object, scheduling: bool = False) -> None:
+        expected = ('the uuid of an existing instance (the last one of the '
+                    'previous page)')
+        if scheduling:
+            expected += ', not a server still being scheduled'
+        super().__init__('marker', marker, expected)
+
+
 class ApiDatabaseUnreachable(CellschedError):
     """The nova API database could not be queried.
 

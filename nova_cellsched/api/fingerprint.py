@@ -173,6 +173,16 @@ RELIED_ON: tuple[tuple[str, str, str], ...] = (
      'the latest fault of each server, server by server'),
     ('nova.context', 'scatter_gather_all_cells',
      'every cell, with CELL_TIMEOUT'),
+    # SQLAlchemy's, not nova's: keyset.one_row_per_instance reads two
+    # attributes of the legacy Query that have no public reader; these
+    # are their only writers (nova's tag filters join, its eager loads
+    # are options). The self-test's tags-any case runs it.
+    ('sqlalchemy.orm.query', 'Query.join',
+     'appends each join() to Query._setup_joins '
+     '(keyset.one_row_per_instance reads it)'),
+    ('sqlalchemy.orm.query', 'Query.options',
+     'appends the loader options to Query._with_options '
+     '(keyset.one_row_per_instance reads it)'),
 )
 
 #: What nova-api's bounded start-up check (:mod:`.startup`) relies on;
@@ -330,6 +340,10 @@ TESTED_NOVA: dict[str, dict[str, str]] = {
             '2f8a830d352dd57435499b5aafc32b51e6ff41afcfe08a4a919db21fb37a6ec2',
         'nova.context.scatter_gather_all_cells':
             '018012d601be01fe39a908718e5f0b25ef05b7ecf8015abcfc0a9486f023e24d',
+        'sqlalchemy.orm.query.Query.join':
+            '4609607d9c2b3f684f45777773e95aa3d33d4ff967e36e781264b1cc983b52fb',
+        'sqlalchemy.orm.query.Query.options':
+            'd8426d758cc84b42a79a7eaf4052935be4a4a109ea97d1c26557c2576ccf54a1',
         'nova.utils.raise_if_old_compute':
             '044f8a33aeccc9f29586a55bb0be35be5c8b2e8d9a936b6578a740e99c65f344',
         'nova.objects.service.get_minimum_version_all_cells':

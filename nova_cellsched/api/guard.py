@@ -304,6 +304,12 @@ def install() -> None:
         sa.event.listen(sa.pool.Pool, 'checkout', _on_checkout)
 
 
+def installed() -> bool:
+    """Whether :func:`install` is in effect."""
+    return bool(sa.event.contains(sa.engine.Engine, 'do_connect',
+                                  _on_do_connect))
+
+
 def uninstall() -> None:
     """New connections are PyMySQL's own again (made ones keep theirs)."""
     if sa.event.contains(sa.engine.Engine, 'do_connect', _on_do_connect):

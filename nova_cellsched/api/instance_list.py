@@ -26,10 +26,11 @@ What differs is how the cells are asked and how rows are read:
   ``[cellsched] list_cell_timeout``; a cell that fails or does not
   answer in time is a down cell, reported to nova's caller as nova's
   lister reports one;
-* the rows are paged by their sort values (:mod:`.keyset`), NULL lowest,
-  and merged in the same order (:mod:`nova_cellsched.listing.sorting`),
-  so a NULL sort value neither fails the request nor loses rows after a
-  marker;
+* the rows are paged by their sort values (:mod:`.keyset`) and merged
+  in the same order (:mod:`nova_cellsched.listing.sorting`), NULL where
+  nova's queries put it (highest when every cell is on PostgreSQL, else
+  lowest), so a NULL sort value neither fails the request nor loses
+  rows after a marker;
 * a cell is asked for more rows only while they can still be part of
   the page (:func:`nova_cellsched.gather.refetch_sizes`), and a cell
   that keeps filling its batches is asked for more each round, unless
@@ -53,7 +54,6 @@ from nova.compute import instance_list as nova_instance_list
 import nova.conf
 from nova import context as nova_context
 from nova.db.main import api as db
-from nova.db import utils as db_utils
 from nova import exception as nova_exception
 from nova.i18n import _
 from nova import objects
@@ -66,8 +66,10 @@ from nova_cellsched.api import keyset
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
+from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
 from nova_cellsched.listing import lister
+from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 
@@ -100,7 +102,9 @@ def listed_cells(request_id: str | None) -> dict[str, Any] | None:
     What this process's lister served in that request, so that the
     request's view (:mod:`.view`) can ask each server's own cell; None
     for any other request, a request with no id, or a request this
-    lister did not serve.
+    lister did not serve. A server listed twice (in two cells during a
+    cross-cell resize) maps to its first copy's cell, the copy nova's
+    compute API keeps and shows.
     """
     mark = _LISTED.get()
     if request_id is None or mark is None or mark[0] != request_id:
@@ -286,22 +290,18 @@ def sort_order(sort_keys: Sequence[str] | None,
                sort_dirs: Sequence[str] | None) -> sorting.SortSpec:
     """The order nova's cell queries sort in, for these API arguments.
 
-    nova's ``InstanceSortContext`` (default ``created_at, id`` desc,
-    ``uuid asc`` appended), then the DB API's ``process_sort_params``
-    (directions filled in, ``created_at`` and ``id`` appended): the
-    order every batch is read in and the runs are merged in, up to
-    ``uuid`` (unique, so what follows it never matters). nova's own
-    merge compares only the keys that have a direction; where that
-    differs (fewer directions than keys) it is inconsistent with its
-    own queries, and this order is the queries'.
+    :func:`.sorting.nova_order`, the normalisation the command line's
+    lister uses too: the order every batch is read in and the runs are
+    merged in.
+
+    :raises nova.exception.InvalidInput: as nova's
+        ``process_sort_params``, with its message.
     """
-    sort_ctx = nova_instance_list.InstanceSortContext(
-        list(sort_keys or ()), list(sort_dirs or ()))
-    keys, dirs = db_utils.process_sort_params(
-        sort_ctx.sort_keys, sort_ctx.sort_dirs, default_dir='desc')
-    # uuid is unique: the keys after it never decide an order.
-    end = keys.index('uuid') + 1
-    return sorting.SortSpec(tuple(keys[:end]), tuple(dirs[:end]))
+    try:
+        keys, dirs = sorting.nova_order(sort_keys, sort_dirs)
+    except cellsched_exception.InvalidListRequest as exc:
+        raise nova_exception.InvalidInput(reason=exc.expected)
+    return sorting.SortSpec(keys, dirs)
 
 
 class _Listing:
@@ -424,7 +424,7 @@ class _Listing:
         """Worker: one batch of one cell, with nova's DB API."""
         loader = (rows_mod.Loader(cctxt, self.columns_to_join)
                   if self.plain_rows else None)
-        with keyset.paging(after, loader):
+        with keyset.paging(after, loader, self.spec.nulls_high):
             found = list(db.instance_get_all_by_filters_sort(
                 cctxt, self.filters, limit=limit, marker=None,
                 columns_to_join=(
@@ -437,20 +437,16 @@ class _Listing:
     def marker_values(self, marker: str) -> tuple[Any, ...]:
         """The marker instance's sort values, as nova finds the marker.
 
-        Its InstanceMapping names its cell (none: ``MarkerNotFound``);
+        Its InstanceMapping names its cell (:func:`.lister.marker_cell`,
+        the command line's lookup too; none: ``MarkerNotFound``);
         the instance is read there, deleted ones included, in a worker
         within ``list_cell_timeout`` (nova reads it in the request's
         thread, without a bound).
         """
         try:
-            im = objects.InstanceMapping.get_by_instance_uuid(
-                self.ctx, marker)
-        except nova_exception.InstanceMappingNotFound:
-            raise nova_exception.MarkerNotFound(marker=marker)
-        cell = im.cell_mapping
-        if cell is None:
-            # Still being scheduled: nova's lister fails the same way
-            # (its target_cell cannot target no cell).
+            # The command line's lookup too.
+            cell = lister.marker_cell(self.ctx, marker)
+        except cellsched_exception.MarkerNotFound:
             raise nova_exception.MarkerNotFound(marker=marker)
         elevated = self.ctx.elevated(read_deleted='yes')
         with nova_context.target_cell(elevated, cell) as cctxt:
@@ -501,9 +497,15 @@ class _Listing:
         guard.remember_given_up(request_id, self.lister.cells_timed_out)
         self._check_down(cell_down_support)
         # The view asks each listed server's own cell (:mod:`.view`).
+        # A server in two cells (a cross-cell resize in flight) is shown
+        # as its first copy: nova's compute API keeps the first and
+        # drops the later ones (``_get_unique_filter_method``), so its
+        # lookups must go to the first copy's cell.
         mappings = {cm.uuid: cm for cm in cell_mappings}
-        _LISTED.set(None if request_id is None else (request_id, {
-            row['uuid']: mappings[cell] for _key, cell, row in page.picked}))
+        listed: dict[str, Any] = {}
+        for _key, cell, row in page.picked:
+            listed.setdefault(row['uuid'], mappings[cell])
+        _LISTED.set(None if request_id is None else (request_id, listed))
         return [row for _key, _cell, row in page.picked]
 
     def _report(self, cell_mappings: Sequence[Any]) -> None:
@@ -567,8 +569,11 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
     if cell_mappings is None:
         nova_context.load_cells()
         cell_mappings = nova_context.CELLS
-    listing = _Listing(ctx, filters, columns_to_join,
-                       sort_order(sort_keys, sort_dirs))
+    spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
+        sorting.nulls_high_for(
+            instance_query.backend_of(cm.database_connection)
+            for cm in cell_mappings))
+    listing = _Listing(ctx, filters, columns_to_join, spec)
 
     def rows() -> Iterator[Any]:
         yield from listing.run(cell_mappings, marker, limit, batch_size,

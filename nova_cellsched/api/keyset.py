@@ -18,8 +18,10 @@ nova's ``instance_get_all_by_filters_sort`` builds the query of one cell
 ``nova.db.main.api.sqlalchemyutils``. :func:`install` puts a proxy of
 that module there whose ``paginate_query`` takes over only inside
 :func:`paging`, in the thread that entered it: the query is ordered with
-NULL lowest on every database (as :mod:`nova_cellsched.listing.sorting`
-merges) and starts strictly after the given sort values, instead of
+NULL where the listing merges it (:mod:`nova_cellsched.listing.sorting`:
+highest when every cell is on PostgreSQL, as nova's query sorts there,
+else lowest, as on MySQL and SQLite) and starts strictly after the
+given sort values, instead of
 after a marker row looked up again in every cell, and a query that
 joins (nova's ``tags``/``tags-any`` filters) gives each instance once
 (:func:`one_row_per_instance`). Every other call, from any other thread
@@ -45,17 +47,18 @@ _local = threading.local()
 
 
 class _Page:
-    __slots__ = ('after', 'loader')
+    __slots__ = ('after', 'loader', 'nulls_high')
 
     def __init__(self, after: Sequence[Any] | None,
-                 loader: Any = None) -> None:
+                 loader: Any = None, nulls_high: bool = False) -> None:
         self.after = after
         self.loader = loader
+        self.nulls_high = nulls_high
 
 
 @contextlib.contextmanager
-def paging(after: Sequence[Any] | None, loader: Any = None
-           ) -> Iterator[None]:
+def paging(after: Sequence[Any] | None, loader: Any = None,
+           nulls_high: bool = False) -> Iterator[None]:
     """Within this block, this thread's instance queries page by values.
 
     :param after: the sort values (one per sort key nova passes to
@@ -63,9 +66,12 @@ def paging(after: Sequence[Any] | None, loader: Any = None
         start at the first row.
     :param loader: a :class:`.rows.Loader` to answer the paged query's
         ``all()`` with plain rows, or None for nova's entities.
+    :param nulls_high: order NULL after every value (as PostgreSQL
+        does), else before (as MySQL and SQLite do): the order the
+        listing merges the cells in (``SortSpec.nulls_high``).
     """
     previous = getattr(_local, 'page', None)
-    _local.page = _Page(after, loader)
+    _local.page = _Page(after, loader, nulls_high)
     try:
         yield
     finally:
@@ -88,7 +94,8 @@ def paginate_query(query: Any, model: Any, limit: int | None,
         return oslo_utils.paginate_query(
             query, model, limit, sort_keys, marker=marker,
             sort_dir=sort_dir, sort_dirs=sort_dirs)
-    spec = sorting.SortSpec(tuple(sort_keys), tuple(sort_dirs))
+    spec = sorting.SortSpec(tuple(sort_keys), tuple(sort_dirs),
+                            nulls_high=page.nulls_high)
     dialect = query.session.get_bind().dialect.name
     query = one_row_per_instance(query)
     try:
@@ -130,7 +137,11 @@ def one_row_per_instance(query: Any) -> Any:
     Reads two attributes of SQLAlchemy's legacy ``Query`` that have no
     public reader (the same in 1.4 and 2.0): ``_setup_joins``, the
     ``join()`` calls made on it (nova's eager loads are options, not
-    joins), and ``_with_options``, nova's eager-load options.
+    joins), and ``_with_options``, nova's eager-load options. Their
+    writers, ``Query.join`` and ``Query.options``, are in
+    :data:`.fingerprint.RELIED_ON` (a SQLAlchemy whose source differs
+    is refused at install), the start-up self-test (:mod:`.selftest`)
+    lists with ``tags-any`` both ways, and
     ``tests/functional/test_api_rows.py`` fails if either changes.
     """
     if not query._setup_joins:

@@ -134,6 +134,9 @@ def install() -> bool:
         problems, seconds = selftest.run(
             instance_list.REPLACEMENTS['get_instances_sorted'])
         if problems:
+            # The self-test's listings started the worker pool; nothing
+            # else uses it while the lister is not installed.
+            instance_list.shutdown()
             raise IncompatibleNova(problems)
         for name, replacement in instance_list.REPLACEMENTS.items():
             _SAVED[name] = getattr(nova_instance_list, name)
@@ -162,7 +165,8 @@ def installed_message(lister_on: bool, nova_version: str, sources: int,
     else:
         what = ("is installed in nova-api but nova's own lister serves the "
                 'server lists: [cellsched] api_lister = False')
-        switch = ('[cellsched] api_lister = True and a SIGHUP make '
+        switch = ('[cellsched] api_lister = True and a reload of '
+                  "nova-api's workers (uwsgi: SIGHUP to the master) make "
                   'nova-cellsched serve them')
     return ('nova-cellsched %s (nova %s as tested: %d relied-on sources '
             'checked; self-test passed in %.3f s; '

@@ -336,7 +336,8 @@ def _markers_in(mappings: dict[str, Any]) -> Iterator[None]:
 def _replacement_on() -> Iterator[None]:
     """The replacement lists (``[cellsched] api_lister``), uncounted.
 
-    With ``api_lister = false`` (it can be turned on later by a SIGHUP)
+    With ``api_lister = false`` (a reload of the workers can turn it on
+    later)
     it is overridden to true for the self-test, then given back: the
     override it had, or none.
     """
@@ -507,6 +508,14 @@ class _Cases:
         self.compare('deleted included', ctx, {}, ATTRS[0], SORTS[1])
         self.compare('tagged', ctx, {'deleted': False, 'tags': ['red']},
                      detail, SORTS[2], limit=2)
+        # nova joins tags for tags-any: a server with both tags is two
+        # SQL rows, one instance (keyset.one_row_per_instance).
+        self.compare('any of the tags', ctx,
+                     {'deleted': False, 'tags-any': ['red', 'blue']},
+                     detail, SORTS[2], limit=2)
+        self.compare('any of the tags, all', ctx,
+                     {'deleted': False, 'tags-any': ['blue', 'red']},
+                     [], SORTS[1], whole=False)
         project = nova_context.RequestContext(
             'cellsched-selftest', world.project, is_admin=False)
         project.db_connection = ctx.db_connection

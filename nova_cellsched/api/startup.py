@@ -10,29 +10,33 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""nova-api's start-up check, bounded by ``list_cell_timeout``.
+"""nova-api's start-up check: nova's answer, in parallel, its I/O bounded.
 
 Before a nova-api worker loads its paste pipeline,
 ``nova.api.openstack.wsgi_app._setup_service`` calls
 ``nova.utils.raise_if_old_compute``: it asks every cell database for its
 oldest nova-compute service version (``get_minimum_version_all_cells``)
 and waits nova's ``CELL_TIMEOUT`` (60 s) for them. A cell that does not
-answer is left out of the minimum. So a worker that starts while a cell
-database is frozen (a uwsgi reload, a respawned worker, a new API node)
-serves nothing for 60 s, and the thread nova left on the frozen cell
-stays in oslo.db's connection retries for about 100 s more; a SIGTERM
-meanwhile waits for it.
+answer within that is left out of the minimum. The thread nova left on
+a frozen cell then stays in oslo.db's connection retries for about
+100 s more; a SIGTERM meanwhile waits for it.
 
 :func:`raise_if_old_compute` is the same check and the same answer: the
 same query (nova's ``Service._db_service_get_minimum_version``) on every
 cell in parallel, the same minimum (zero and missing versions left out,
-a cell that does not answer left out and logged), the same
-``TooOldComputeService``, which nova's ``_setup_service`` handles as it
-always does (``[workarounds] disable_compute_service_check_for_ffu``).
-Each cell gets ``[cellsched] list_cell_timeout`` to answer, and its
-thread's I/O is bounded (:func:`.guard.io_timeout`), so no thread is
-left on a frozen cell. :func:`bounded` puts it in nova's place while
-nova builds the application; :mod:`nova_cellsched.wsgi.osapi_compute`
+a cell that does not answer within nova's ``CELL_TIMEOUT`` left out and
+logged), the same ``TooOldComputeService``, which nova's
+``_setup_service`` handles as it always does (``[workarounds]
+disable_compute_service_check_for_ffu``). Each cell gets nova's
+``CELL_TIMEOUT``, not the shorter ``[cellsched] list_cell_timeout`` a
+listing gives it: a cell that answers later than that but within
+nova's wait counts, as in nova, so a too old nova-compute there is not
+missed (a worker started while a cell is frozen waits nova's 60 s, as
+nova's does). Its thread's I/O ends with that wait
+(:func:`.guard.io_timeout`), so no thread is left on a frozen cell, and
+its first contact with a dead cell is one connection attempt, not
+oslo.db's retries. :func:`bounded` puts it in nova's place while nova
+builds the application; :mod:`nova_cellsched.wsgi.osapi_compute`
 (nova-api's WSGI entry point with this check) uses it.
 
 It only applies where nova's code is the code it was written against
@@ -88,7 +92,7 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
     """The oldest version of *binaries* across the cells, as nova finds it.
 
     Every cell is asked at once and given *timeout* seconds; its I/O
-    ends within :func:`.instance_list.io_timeout` of *timeout*. A
+    ends within *timeout* too. A
     version of 0 or None does not count (a cell without such a
     service); a cell that did not answer or failed does not count
     either, as in ``get_minimum_version_all_cells(require_all=False)``.
@@ -106,7 +110,7 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
         with nova_context.target_cell(context, cell_mapping) as cctxt:
             calls[cell_mapping.uuid] = (
                 _cell_minimum,
-                (cctxt, names, instance_list.io_timeout(timeout)))
+                (cctxt, names, timeout))
     budgets = {uuid: gather.Budget(timeout) for uuid in calls}
     outcomes = gather.run_round(
         instance_list._executor(len(calls)).submit, calls, budgets,
@@ -127,7 +131,7 @@ def checked_message(minimum: int, cells: int, answered: int,
     """The INFO line of a bounded start-up check."""
     return ('Start-up check: oldest nova-compute service version %d '
             'across %d cells, %d answered, in %.3fs (each cell within '
-            '%.1fs, [cellsched] list_cell_timeout).'
+            "%.1fs, nova's CELL_TIMEOUT)."
             % (minimum, cells, answered, seconds, timeout))
 
 
@@ -136,7 +140,9 @@ def _label(cell_mapping: Any) -> str:
 
 
 def raise_if_old_compute(problems: Sequence[str] = ()) -> None:
-    """nova's ``raise_if_old_compute``, each cell within the timeout.
+    """nova's ``raise_if_old_compute``, in parallel, I/O bounded.
+
+    Each cell within nova's ``CELL_TIMEOUT``, read when called.
 
     :param problems: what differs from the nova this was written against
         (:func:`.fingerprint.problems` of
@@ -165,7 +171,9 @@ def raise_if_old_compute(problems: Sequence[str] = ()) -> None:
         # nova's own check says what this means and falls back.
         ORIGINAL()
         return
-    timeout = CONF[conf_mod.GROUP_NAME].list_cell_timeout
+    # nova's wait, not list_cell_timeout: a cell that answers within it
+    # counts in nova's minimum, and must here.
+    timeout = float(nova_context.CELL_TIMEOUT)
     started = time.monotonic()
     current, outcomes = minimum_version(context, nova_context.CELLS,
                                         timeout)
@@ -203,8 +211,16 @@ def bounded() -> Iterator[None]:
     afterwards. Whether nova is the one this was written against is
     checked on entry, before nova's function is replaced; the answer is
     logged by the check (logging is set up by then).
+
+    The check's connection bound (:func:`.guard.install`) and worker
+    pool stay only for the lister: if the application was built
+    without it installed (the ``cellsched`` filter refused nova, or is
+    not in the pipeline), the bound is taken out again, if this block
+    put it in, and the pool is shut down.
     """
+    from nova_cellsched.api import patch
     conf_mod.register_opts(CONF)
+    guarded = guard.installed()
     guard.install()
     problems = fingerprint.problems(
         relied_on=fingerprint.START_UP_RELIED_ON)
@@ -214,3 +230,7 @@ def bounded() -> Iterator[None]:
         yield
     finally:
         nova_utils.raise_if_old_compute = ORIGINAL
+        if not patch.is_installed():
+            if not guarded:
+                guard.uninstall()
+            instance_list.shutdown()

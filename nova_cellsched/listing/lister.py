@@ -386,30 +386,43 @@ def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
     return out
 
 
-def _marker_values(context: Any, marker: str, spec: sorting.SortSpec,
-                   engines: instance_query.EngineCache) -> tuple[Any, ...]:
-    """The sort values of the marker instance, found via its mapping."""
-    expected = 'the uuid of an existing instance (the last one of the ' \
-        'previous page)'
+def marker_cell(context: Any, marker: str) -> Any:
+    """The CellMapping of the marker instance, as both listers find it.
+
+    The one marker lookup of the command line's lister and nova-api's
+    (``nova_cellsched.api.instance_list``), nova's way: the marker's
+    InstanceMapping in the API database names its cell, where its sort
+    values are then read (deleted or not).
+
+    :raises nova_cellsched.exception.MarkerNotFound: no InstanceMapping,
+        or one without a cell (a server still being scheduled; nova's
+        lister fails the same way, its ``target_cell`` cannot target
+        no cell).
+    """
     try:
         im = objects.InstanceMapping.get_by_instance_uuid(context, marker)
     except nova_exception.InstanceMappingNotFound:
-        raise exception.InvalidListRequest('marker', marker, expected)
+        raise exception.MarkerNotFound(marker)
     if im.cell_mapping is None:
-        raise exception.InvalidListRequest(
-            'marker', marker, expected + ', not a server still being '
-            'scheduled')
-    url = im.cell_mapping.database_connection
+        raise exception.MarkerNotFound(marker, scheduling=True)
+    return im.cell_mapping
+
+
+def _marker_values(context: Any, marker: str, spec: sorting.SortSpec,
+                   engines: instance_query.EngineCache) -> tuple[Any, ...]:
+    """The marker instance's sort values, read in :func:`marker_cell`."""
+    cell = marker_cell(context, marker)
+    url = cell.database_connection
     try:
         with engines.get(url).connect() as conn:
             row = conn.execute(instance_query.select_marker(marker, spec)
                                ).first()
     except (sa.exc.SQLAlchemyError, OSError) as exc:
         raise exception.CellsFailed(
-            {im.cell_mapping.uuid: 'cannot read the marker instance: %s'
+            {cell.uuid: 'cannot read the marker instance: %s'
              % exc}) from exc
     if row is None:
-        raise exception.InvalidListRequest('marker', marker, expected)
+        raise exception.MarkerNotFound(marker)
     return tuple(row)
 
 
@@ -552,6 +565,10 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
 
     with recorder.span('setup'):
         target_cells = select_cells(context, cells)
+        # NULL where nova's queries put it on these cells' databases.
+        spec = spec.with_nulls_high(sorting.nulls_high_for(
+            instance_query.backend_of(c.database_connection)
+            for c in target_cells))
         after = (_marker_values(context, marker, spec, engines)
                  if marker else None)
     batch_size = first_batch_size(limit, len(target_cells))

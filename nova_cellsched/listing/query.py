@@ -76,15 +76,30 @@ def _sort_value(name: str, value: Any) -> Any:
 
 def order_by(spec: sorting.SortSpec,
              dialect: str) -> list[ColumnElement[Any]]:
-    """ORDER BY clauses; NULL lowest on every database."""
+    """ORDER BY clauses: NULL where *spec* puts it, on every database.
+
+    Where the database sorts NULL so by itself (PostgreSQL NULL highest,
+    MySQL and SQLite lowest) the clause is nova's, ``column ASC|DESC``,
+    which reads an index as nova's query does. Otherwise PostgreSQL is
+    asked for ``NULLS FIRST``/``NULLS LAST`` and the others (MySQL has
+    no such clause) order by ``column IS NULL`` first, as oslo.db's
+    ``paginate_query`` does for its ``-nullsfirst``/``-nullslast``.
+    """
+    native_high = dialect in sorting.NULLS_HIGH_BACKENDS
     clauses: list[ColumnElement[Any]] = []
     for key, direction in zip(spec.keys, spec.dirs):
         column = _sortable(key)
-        clause = column.asc() if direction == sorting.ASC else column.desc()
-        if dialect == 'postgresql':
-            # PostgreSQL sorts NULL highest by default.
-            clause = (clause.nulls_first() if direction == sorting.ASC
-                      else clause.nulls_last())
+        ascending = direction == sorting.ASC
+        clause = column.asc() if ascending else column.desc()
+        nulls_first = spec.nulls_first(direction)
+        if _col(key).nullable and spec.nulls_high != native_high:
+            if dialect == 'postgresql':
+                clause = (clause.nulls_first() if nulls_first
+                          else clause.nulls_last())
+            else:
+                is_null = _col(key).is_(None)
+                clauses.append(is_null.desc() if nulls_first
+                               else is_null.asc())
         clauses.append(clause)
         if key in UNIQUE_IN_CELL:
             # The order is total within the cell here: later keys (the
@@ -101,7 +116,8 @@ def after_condition(spec: sorting.SortSpec, values: Sequence[Any],
     """Rows strictly after *values* in the order of *spec*.
 
     ``OR_i (k_1 = v_1 AND ... AND k_{i-1} = v_{i-1} AND k_i after v_i)``
-    where NULL is lower than every value, as in :mod:`sorting`.
+    where NULL is lower (or, with ``spec.nulls_high``, higher) than
+    every value, as in :mod:`sorting`.
 
     :param bind: compare with the bound parameters named by
         :func:`after_param` instead of the *values* themselves (whose
@@ -115,15 +131,31 @@ def after_condition(spec: sorting.SortSpec, values: Sequence[Any],
         column = _sortable(key)
         value: Any = (sa.bindparam(after_param(index), type_=column.type)
                       if bind else _sort_value(key, raw))
-        if direction == sorting.ASC:
-            after = (column.is_not(None) if raw is None
-                     else column > value)
+        nulls_first = spec.nulls_first(direction)
+        after: ColumnElement[bool]
+        if raw is None:
+            # After a NULL: the values if NULL comes first, else nothing.
+            after = column.is_not(None) if nulls_first else sa.false()
         else:
-            after = (sa.false() if raw is None
-                     else sa.or_(column < value, column.is_(None)))
+            beyond = (column > value if direction == sorting.ASC
+                      else column < value)
+            after = (beyond if nulls_first
+                     else sa.or_(beyond, column.is_(None)))
         alternatives.append(sa.and_(*equal, after))
         equal.append(column.is_(None) if raw is None else column == value)
     return sa.or_(*alternatives)
+
+
+def backend_of(url: Any) -> str:
+    """The SQLAlchemy backend name of database *url* (``postgresql``,
+    ``mysql``, ``sqlite``); ``''`` for what is not a database URL.
+
+    No connection is made.
+    """
+    try:
+        return str(sa_url.make_url(url).get_backend_name())
+    except Exception:
+        return ''
 
 
 def after_param(index: int) -> str:

@@ -17,11 +17,14 @@ Pure Python. The order is nova's (``InstanceSortContext``): by default
 breaker unless uuid is already a key, so that an order striped across
 cell databases is total and pagination is repeatable.
 
-NULL sorts as the cell databases sort it: MySQL/MariaDB and SQLite put
-NULL before every value, so first in ascending and last in descending
-order. (PostgreSQL orders the other way by default; the query adapter
-asks it for ``NULLS FIRST``/``NULLS LAST`` so all three agree.) nova's own
-merge compares the raw values and raises TypeError on a NULL.
+NULL sorts as nova's cell queries sort it (oslo.db's ``paginate_query``
+leaves NULL to the database): MySQL/MariaDB and SQLite put NULL before
+every value (lowest: first in ascending, last in descending order),
+PostgreSQL after every value (highest). A :class:`SortSpec` says which
+(:attr:`SortSpec.nulls_high`, see :func:`nulls_high_for`); the query
+adapter orders every cell so, whatever its database, and the merge
+agrees. nova's own merge compares the raw values and raises TypeError
+where a NULL meets a value of another cell.
 
 The merge is :func:`heapq.merge` with a key function: no comparison
 wrapper per record and no cmp emulation; only descending keys are wrapped
@@ -44,6 +47,8 @@ DIRECTIONS = (ASC, DESC)
 DEFAULT_KEYS = ('created_at', 'id')
 DEFAULT_DIRS = (DESC, DESC)
 TIE_BREAKER = 'uuid'
+#: The keys nova's DB API appends (``process_sort_params``).
+NOVA_DB_DEFAULT_KEYS = ('created_at', 'id')
 #: The sort keys of nova's API (``GET /servers?sort_key=``, microversion
 #: 2.75+), spelled out so the command line need not import nova's API
 #: (over a second); a unit test keeps it equal to nova's list.
@@ -103,28 +108,117 @@ def _negated(value: Any) -> Any:
     return Descending(value)
 
 
+#: nova's message for a sort direction other than asc or desc
+#: (``nova.db.utils.process_sort_params``).
+UNKNOWN_DIRECTION = "Unknown sort direction, must be 'desc' or 'asc'"
+#: nova's message for more sort directions than keys.
+TOO_MANY_DIRECTIONS = 'Sort direction size exceeds sort key size'
+
+
+def nova_order(sort_keys: Sequence[str] | None,
+               sort_dirs: Sequence[str] | None
+               ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The order nova's cell queries sort in, for these arguments.
+
+    The one normalisation both listers use (the command line's through
+    :meth:`SortSpec.build`, nova-api's through
+    ``nova_cellsched.api.instance_list.sort_order``): nova's
+    ``InstanceSortContext`` (no keys: ``created_at desc, id desc``;
+    ``uuid asc`` appended unless uuid is a key), then its DB API's
+    ``process_sort_params(default_dir='desc')`` (missing directions are
+    the first direction, or ``desc`` if none; ``created_at`` and ``id``
+    appended in that direction), as nova's instance query receives them,
+    up to ``uuid`` (unique: what follows never decides an order). nova's
+    own merge compares only the keys given a direction before uuid was
+    appended; where that differs (fewer directions than keys), it is
+    inconsistent with its queries, and this order is the queries'.
+    ``tests/unit/listing/test_sorting.py`` compares it with nova's
+    functions, whose sources :mod:`nova_cellsched.api.fingerprint` pins.
+
+    :raises InvalidListRequest: a direction other than ``asc``/``desc``
+        (case-sensitive, as nova's) or more directions than keys, with
+        nova's message as *expected*.
+    """
+    keys = list(sort_keys or ())
+    dirs = list(sort_dirs or ())
+    if not keys:
+        keys, dirs = list(DEFAULT_KEYS), list(DEFAULT_DIRS)
+    if TIE_BREAKER not in keys:
+        keys.append(TIE_BREAKER)
+        dirs.append(ASC)
+    default_dir = dirs[0] if dirs else DESC
+    for direction in dirs:
+        if direction not in DIRECTIONS:
+            raise InvalidListRequest('sort direction', direction,
+                                     UNKNOWN_DIRECTION)
+    if len(dirs) > len(keys):
+        raise InvalidListRequest('sort directions', ','.join(dirs),
+                                 TOO_MANY_DIRECTIONS)
+    dirs += [default_dir] * (len(keys) - len(dirs))
+    for key in NOVA_DB_DEFAULT_KEYS:
+        if key not in keys:
+            keys.append(key)
+            dirs.append(default_dir)
+    end = keys.index(TIE_BREAKER) + 1
+    return tuple(keys[:end]), tuple(dirs[:end])
+
+
+#: Database backends (SQLAlchemy backend names) that sort NULL after
+#: every value when asked for no NULL order, as nova's queries ask.
+NULLS_HIGH_BACKENDS = frozenset({'postgresql'})
+
+
+def nulls_high_for(backends: Iterable[str]) -> bool:
+    """Whether NULL sorts highest in a listing of cells on *backends*.
+
+    nova's query of a cell leaves the NULL order to the database
+    (PostgreSQL: highest; MySQL/MariaDB, SQLite: lowest). When every
+    cell is on PostgreSQL, NULL is highest, as nova's answers there;
+    otherwise (and for no cells) lowest, as nova answers on MySQL and
+    SQLite; cells of mixed backends have no common order in nova, and
+    the listing orders all of them so.
+
+    :param backends: SQLAlchemy backend names (``postgresql``, ``mysql``,
+        ``sqlite``), one per cell.
+    """
+    found = set(backends)
+    return bool(found) and found <= NULLS_HIGH_BACKENDS
+
+
 @dataclasses.dataclass(frozen=True)
 class SortSpec:
-    """Sort keys and their directions, normalised as nova does."""
+    """Sort keys and their directions, normalised as nova does.
+
+    :attr:`nulls_high`: NULL sorts after every value of its column (in
+    ascending order; before them in descending order), as PostgreSQL
+    sorts it; else before every value, as MySQL and SQLite do.
+    """
 
     keys: tuple[str, ...]
     dirs: tuple[str, ...]
+    nulls_high: bool = False
+
+    def with_nulls_high(self, nulls_high: bool) -> 'SortSpec':
+        """This order with NULL highest (True) or lowest (False)."""
+        return dataclasses.replace(self, nulls_high=nulls_high)
+
+    def nulls_first(self, direction: str) -> bool:
+        """Whether NULL comes before the values in a *direction* key."""
+        return (direction == ASC) != self.nulls_high
 
     @classmethod
     def build(cls, sort_keys: Sequence[str] | None = None,
               sort_dirs: Sequence[str] | None = None,
               allowed: Collection[str] | None = None) -> 'SortSpec':
-        """Validate and normalise like nova's API and InstanceSortContext.
+        """Validate a caller's sort arguments, normalise them as nova does.
 
-        * no keys: ``created_at desc, id desc``;
-        * keys without any direction are sorted ascending, as nova's
-          cell queries sort them (``InstanceSortContext`` appends ``asc``
-          for uuid, which ``process_sort_params`` then uses for every
-          key); when some directions are given, the keys after them
-          repeat the first one. nova is not self-consistent there (its
-          merge and its queries disagree), so only fully specified or
-          fully unspecified directions are comparable with nova;
-        * ``uuid asc`` is appended when uuid is not a key.
+        Validation (stricter than nova's, for a command line): known
+        keys, each once; directions ``asc``/``desc`` in any case, at
+        most one per key, none without keys. Normalisation:
+        :func:`nova_order`, the one nova-api's lister uses too (no keys:
+        ``created_at desc, id desc``; keys without any direction
+        ascending; directions missing after some are given as nova's
+        queries fill them; ``uuid`` ends the order).
 
         :param allowed: the sort keys accepted from a caller (nova's API
             whitelist); None accepts any key.
@@ -153,23 +247,17 @@ class SortSpec:
         if len(set(keys)) != len(keys):
             raise InvalidListRequest('sort keys', ','.join(keys),
                                      'each key at most once')
-        if not keys:
-            keys, dirs = list(DEFAULT_KEYS), list(DEFAULT_DIRS)
-        default_dir = dirs[0] if dirs else ASC
-        dirs += [default_dir] * (len(keys) - len(dirs))
-        if TIE_BREAKER not in keys:
-            keys.append(TIE_BREAKER)
-            dirs.append(ASC)
-        return cls(tuple(keys), tuple(dirs))
+        return cls(*nova_order(keys, dirs))
 
     def key_function(self, columns: Sequence[str] | None = None
                      ) -> Callable[[Row], tuple[Any, ...]]:
         """Return ``key(row)`` giving the row's place in this order.
 
         A NULL value sorts before every other value of its column in
-        ascending order and after them in descending order. The key is
-        one flat tuple, two items per sort key: a rank that puts NULL
-        first (ascending) or last (descending), then the value, where
+        ascending order and after them in descending order (the other
+        way round with :attr:`nulls_high`). The key is one flat tuple,
+        two items per sort key: a rank that puts NULL first or last,
+        then the value, where
         descending numbers and naive datetimes are negated into numbers
         the heap compares in C and other descending values are boxed in
         :class:`Descending`. Two NULLs tie on ``(rank, 0)``; a NULL and a
@@ -179,25 +267,25 @@ class SortSpec:
             a database cursor returns them); None for rows that are
             mappings from column name to value.
         """
-        getters: list[tuple[Any, bool]] = []
+        getters: list[tuple[Any, bool, int, int]] = []
         for name, direction in zip(self.keys, self.dirs):
             where = name if columns is None else list(columns).index(name)
-            getters.append((where, direction == DESC))
+            null_rank, value_rank = ((0, 1) if self.nulls_first(direction)
+                                     else (1, 0))
+            getters.append((where, direction == DESC, null_rank,
+                            value_rank))
 
         def key(row: Row) -> tuple[Any, ...]:
             parts: list[Any] = []
             append = parts.append
-            for where, descending in getters:
+            for where, descending, null_rank, value_rank in getters:
                 value = row[where]
                 if value is None:
-                    append(1 if descending else 0)
+                    append(null_rank)
                     append(0)
-                elif descending:
-                    append(0)
-                    append(_negated(value))
                 else:
-                    append(1)
-                    append(value)
+                    append(value_rank)
+                    append(_negated(value) if descending else value)
             return tuple(parts)
 
         return key

@@ -21,10 +21,9 @@ in place of ``nova.wsgi.osapi_compute:application``. It is nova's
 application, built by nova's ``wsgi_app.init_application`` from the same
 files (``OS_NOVA_CONFIG_DIR``, ``api-paste.ini``, ``nova.conf``), with one
 difference: the check of the oldest nova-compute version that nova makes
-in every cell before it serves is :mod:`nova_cellsched.api.startup`'s,
-which waits ``[cellsched] list_cell_timeout`` for a cell instead of 60 s.
-A worker started while a cell database is frozen serves within that
-bound, and leaves no thread on the frozen cell.
+in every cell before it serves is :mod:`nova_cellsched.api.startup`'s:
+nova's answer (each cell within nova's 60 s), the cells asked in
+parallel, and no thread left on a frozen cell after that wait.
 """
 # autopep8: off
 from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa

@@ -22,6 +22,7 @@ What the view reads of each is compared with nova's objects, order
 included.
 """
 
+import datetime
 import random
 from typing import Any
 
@@ -272,6 +273,112 @@ class ViewLookupsTestMixin:
         self.assertRaises(  # type: ignore[attr-defined]
             nova_exception.ObjectActionError, view.request_spec_fields,
             self.ctx, [uuid], False)
+
+
+    # A server in two cells
+
+    def _copy_into(self, uuid: str, source: str, target: str,
+                   **values: Any) -> None:
+        """*uuid*'s instance row written into *target*'s database too.
+
+        As a cross-cell resize leaves it for a moment: the same server,
+        not hidden, in two cells.
+        """
+        table = models.Instance.__table__
+        engines = [sa.create_engine(self.world.url_of(name))
+                   for name in (source, target)]
+        try:
+            with engines[0].connect() as conn:
+                row = dict(conn.execute(table.select().where(
+                    table.c.uuid == uuid)).mappings().one())
+            row.pop('id')
+            row.update(values)
+            with engines[1].begin() as conn:
+                conn.execute(table.insert().values(**row))
+        finally:
+            for engine in engines:
+                engine.dispose()
+
+    def test_a_server_in_two_cells_is_looked_up_in_its_first_copys_cell(
+            self) -> None:
+        """The view asks the cell of the copy nova shows: the first.
+
+        nova's compute API keeps the first copy of a server the listing
+        returns twice (``_get_unique_filter_method``); the listing's
+        server -> cell map must name that copy's cell, not the last's.
+        """
+        from nova_cellsched.api import instance_list
+        uuid = sorted(self.world.all_uuids()['cell1'])[0]
+        # Newer: first in nova's default order (created_at desc).
+        self._copy_into(uuid, 'cell1', 'cell2',
+                        created_at=datetime.datetime(2100, 1, 1))
+        # nova-api's own [database] (nova's DB API reads its scheme).
+        self.cfg.config(  # type: ignore[attr-defined]
+            connection=self.world.url_of('cell1'), group='database')
+        ctx = nova_context.get_admin_context()
+        _lister, found = instance_list.get_instances_sorted(
+            ctx, {'deleted': False}, None, None, [], None, None,
+            cell_mappings=[self.cells['cell1'], self.cells['cell2']])
+        listed = [row['uuid'] for row in found]
+        self.assertEqual(  # type: ignore[attr-defined]
+            [uuid, uuid], [u for u in listed if u == uuid])
+        self.assertEqual(uuid, listed[0])  # type: ignore[attr-defined]
+        cells = instance_list.listed_cells(ctx.request_id)
+        self.assertIsNotNone(cells)  # type: ignore[attr-defined]
+        assert cells is not None
+        self.assertEqual(  # type: ignore[attr-defined]
+            self.cells['cell2'].uuid, cells[uuid].uuid)
+
+
+    def test_both_listers_look_the_marker_up_the_same_way(self) -> None:
+        """One marker lookup (``lister.marker_cell``) for CLI and API.
+
+        A deleted server's uuid is a marker for both, and both continue
+        after it in the same order; a server still being scheduled (a
+        mapping without a cell) and an unknown uuid are refused by both,
+        the command line with its error, nova-api with nova's
+        ``MarkerNotFound``.
+        """
+        from nova_cellsched.api import instance_list
+        from nova_cellsched.api import keyset
+        from nova_cellsched import exception
+        from nova_cellsched import listing
+        if not keyset.installed():
+            keyset.install()
+            self.addCleanup(keyset.uninstall)  # type: ignore[attr-defined]
+        self.cfg.config(  # type: ignore[attr-defined]
+            connection=self.world.url_of('cell1'), group='database')
+        ctx = nova_context.get_admin_context()
+        cells = [self.cells['cell1'], self.cells['cell2']]
+        deleted = sorted(set(self.uuids['cell1']) -
+                         self.world.all_uuids()['cell1'])[0]
+
+        def api(marker: str) -> list[str]:
+            _lister, found = instance_list.get_instances_sorted(
+                ctx, {'deleted': False}, 5, marker, [], None, None,
+                cell_mappings=cells)
+            return [row['uuid'] for row in found]
+
+        def cli(marker: str) -> list[str]:
+            result = listing.list_instances(
+                ctx, cells=['cell1', 'cell2'], limit=5, marker=marker,
+                fields=['uuid'], engines=self.world.engines)
+            return [r['uuid'] for r in result.instances]
+
+        after = cli(deleted)
+        self.assertEqual(5, len(after))  # type: ignore[attr-defined]
+        self.assertEqual(after, api(deleted))  # type: ignore[attr-defined]
+
+        scheduling = uuidutils.generate_uuid()
+        objects.InstanceMapping(ctx, instance_uuid=scheduling,
+                                project_id='p', cell_mapping=None).create()
+        for marker, why in ((scheduling, 'still being scheduled'),
+                            (uuidutils.generate_uuid(), 'existing')):
+            error = self.assertRaises(  # type: ignore[attr-defined]
+                exception.MarkerNotFound, cli, marker)
+            self.assertIn(why, str(error))  # type: ignore[attr-defined]
+            self.assertRaises(  # type: ignore[attr-defined]
+                nova_exception.MarkerNotFound, api, marker)
 
 
 class ViewLookupsMariaDBTest(ViewLookupsTestMixin,

@@ -637,27 +637,38 @@ class ListingFaultsTest(db.FunctionalTestCase):
                 if s.name in timing.WORKER_PHASES}
         self.assertEqual(1, len(tids))
 
-    def test_postgresql_orders_nulls_like_mariadb(self):
-        """Nullable sort keys on PostgreSQL: the MariaDB order, NULLs too.
+    def test_postgresql_orders_nulls_as_nova_does_there(self):
+        """Nullable sort keys on PostgreSQL: NULL highest, as nova's query.
 
-        Both worlds are seeded alike, so they hold the same instances.
-        cell0's have no host, and in both worlds every fifth instance of
-        cell1 loses its host (as a server that never reached one), so a
-        cell holds NULL and non-NULL values of the key: NULL must come
-        first ascending and last descending inside each cell's query as
-        well as in the merge. task_state is NULL for most instances of
-        every cell. Pages with markers cross the NULL boundaries.
+        nova's cell query leaves the NULL order to the database
+        (oslo.db's ``paginate_query``): lowest on MariaDB, highest on
+        PostgreSQL. Both worlds are seeded alike, so they hold the same
+        instances. cell0's have no host, and in both worlds every fifth
+        instance of cell1 loses its host (as a server that never reached
+        one), so a cell holds NULL and non-NULL values of the key;
+        task_state is NULL for most instances of every cell. Within one
+        cell (where nova's merge meets no NULL of another cell and
+        answers) the command line's and the API's listers give nova's
+        order on either server (sorted by host where NULL comes first,
+        see :meth:`_assert_one_cell_is_novas`); across the cells, NULL
+        is lowest on MariaDB and highest on PostgreSQL, inside each
+        cell's query as well as in the merge, and pages with markers
+        crossing the NULL boundaries give the same order.
         """
         names = ('cell0', 'cell1', 'cell2')
         orders = [(['host'], ['asc']), (['host'], ['desc']),
                   (['task_state', 'host'], ['desc', 'asc']),
                   (['task_state', 'host'], ['asc', 'desc'])]
         self._drop_some_hosts(self.world, restore=True)
-        on_mariadb = []
         for keys, dirs in orders:
             result, _uuids = self.listed(cells=list(names), sort_keys=keys,
-                                         sort_dirs=dirs)
-            on_mariadb.append([r['uuid'] for r in result.instances])
+                                         sort_dirs=dirs,
+                                         fields=['uuid', 'host',
+                                                 'task_state'])
+            self.assertEqual(
+                self._expected_order(result.instances, keys, dirs),
+                [r['uuid'] for r in result.instances], (keys, dirs))
+        self._assert_one_cell_is_novas(self.world, ['host'], ['asc'])
 
         problem = db.server_available(db.POSTGRESQL_URL)
         self.assertIsNone(problem, 'PostgreSQL is needed by this test')
@@ -665,7 +676,8 @@ class ListingFaultsTest(db.FunctionalTestCase):
                                           world_spec(names)))
         self.assertEqual({n: self.live[n] for n in names}, pg.all_uuids())
         self._drop_some_hosts(pg)
-        for (keys, dirs), mariadb in zip(orders, on_mariadb):
+        self._assert_one_cell_is_novas(pg, ['host'], ['desc'])
+        for keys, dirs in orders:
             what = list(zip(keys, dirs))
             result = listing.list_instances(
                 self.ctx, sort_keys=keys, sort_dirs=dirs,
@@ -675,9 +687,10 @@ class ListingFaultsTest(db.FunctionalTestCase):
             self.assertEqual(['cell0', 'cell1', 'cell2'],
                              sorted(c.name for c in result.cells))
             got = [r['uuid'] for r in result.instances]
-            self.assertEqual(mariadb, got, what)
-            self.assertEqual(self._expected_order(result.instances, keys,
-                                                  dirs), got, what)
+            self.assertEqual(self._expected_order(
+                result.instances, keys, dirs, nulls_high=True), got, what)
+            # The API's lister, all cells: the same order.
+            self.assertEqual(got, self._api_uuids(pg, keys, dirs), what)
             # The data does test NULLs inside one cell, both ways.
             for key in keys:
                 values = {r['cell_name']: set() for r in result.instances}
@@ -688,11 +701,12 @@ class ListingFaultsTest(db.FunctionalTestCase):
             if keys == ['host']:
                 count = nulls.count(True)
                 self.assertGreater(count, len(self.live['cell0']))
-                expected = ([True] * count + [False] * (len(nulls) - count))
+                expected = ([False] * (len(nulls) - count) + [True] * count)
                 if dirs == ['desc']:
                     expected.reverse()
                 self.assertEqual(expected, nulls, what)
-            # Keyset pages across the NULL boundaries: the same order.
+            # Keyset pages across the NULL boundaries: the same order,
+            # from the command line's lister and the API's.
             pages, marker = [], None
             while True:
                 page = listing.list_instances(
@@ -705,13 +719,70 @@ class ListingFaultsTest(db.FunctionalTestCase):
                 if marker is None:
                     break
             self.assertEqual(got, pages, what)
+            pages = []
+            while True:
+                page_uuids = self._api_uuids(
+                    pg, keys, dirs, limit=9,
+                    marker=pages[-1] if pages else None)
+                pages += page_uuids
+                if len(page_uuids) < 9:
+                    break
+            self.assertEqual(got, pages, what)
+
+    def _api_uuids(self, world, keys, dirs, names=None, limit=None,
+                   marker=None):
+        """uuids from the API's lister (``get_instances_sorted``)."""
+        from nova import objects
+
+        from nova_cellsched.api import instance_list as api_instance_list
+        from nova_cellsched.api import keyset
+        if not keyset.installed():
+            # The API lister's batches page by sort values through it.
+            keyset.install()
+            self.addCleanup(keyset.uninstall)
+        self.cfg.config(connection=world.url_of('cell1'), group='database')
+        mappings = [cm for cm in objects.CellMappingList.get_all(self.ctx)
+                    if names is None or cm.name in names]
+        lister, rows = api_instance_list.get_instances_sorted(
+            self.ctx, {'deleted': False}, limit, marker, [], keys, dirs,
+            cell_mappings=mappings, batch_size=7)
+        found = [r['uuid'] for r in rows]
+        self.assertEqual([], lister.cells_failed + lister.cells_timed_out)
+        return found
+
+    def _assert_one_cell_is_novas(self, world, keys, dirs):
+        """cell1 alone: nova's lister, the CLI's and the API's agree.
+
+        Only where NULL comes first (ascending on MariaDB, descending on
+        PostgreSQL): nova asks a cell for batches until one is empty,
+        each after the last row of the one before, and oslo.db's
+        ``paginate_query`` skips a NULL marker value, so after a last
+        row with a NULL key nova repeats rows.
+        """
+        from nova.compute import instance_list as nova_instance_list
+        from nova import objects
+        self.cfg.config(connection=world.url_of('cell1'), group='database')
+        cell1 = [cm for cm in objects.CellMappingList.get_all(self.ctx)
+                 if cm.name == 'cell1']
+        _lister, records = nova_instance_list.get_instances_sorted(
+            self.ctx, {'deleted': False}, None, None, [], list(keys),
+            list(dirs), cell_mappings=cell1, batch_size=1000)
+        nova = [r['uuid'] for r in records]
+        result = listing.list_instances(
+            self.ctx, cells=['cell1'], sort_keys=keys, sort_dirs=dirs,
+            fields=['uuid'], engines=world.engines)
+        what = (world.server_url, keys, dirs)
+        self.assertEqual(nova, [r['uuid'] for r in result.instances], what)
+        self.assertEqual(nova, self._api_uuids(world, keys, dirs,
+                                               names=['cell1']), what)
 
     @staticmethod
-    def _expected_order(records, keys, dirs):
-        """uuids sorted in Python: NULL lowest, then uuid ascending."""
+    def _expected_order(records, keys, dirs, nulls_high=False):
+        """uuids sorted in Python: NULL lowest (or highest), then uuid."""
         ordered = sorted(records, key=lambda r: r['uuid'])
         for key, direction in reversed(list(zip(keys, dirs))):
-            ordered.sort(key=lambda r: (r[key] is not None, r[key] or ''),
+            ordered.sort(key=lambda r: ((r[key] is None) == nulls_high,
+                                        r[key] or ''),
                          reverse=direction == 'desc')
         return [r['uuid'] for r in ordered]
 

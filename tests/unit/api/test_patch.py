@@ -268,8 +268,9 @@ class TestInstall(_Base):
                          r"lists: \[cellsched\] api_lister = False \(nova "
                          r"34\.0\.0 as tested: \d+ relied-on sources "
                          r"checked; self-test passed in [0-9.]+ s")
-        self.assertIn('api_lister = True and a SIGHUP make nova-cellsched '
-                      'serve them', lines[0])
+        self.assertIn("api_lister = True and a reload of nova-api's "
+                      'workers (uwsgi: SIGHUP to the master) make '
+                      'nova-cellsched serve them', lines[0])
 
 
 class TestSelfTest(_Base):
@@ -300,6 +301,47 @@ class TestSelfTest(_Base):
         for problem in error.problems:
             self.assertTrue(problem.startswith('self-test '), problem)
         self.assertIn('nova lists', ' '.join(error.problems))
+        self._assert_nova_untouched()
+
+    def test_joined_rows_not_made_one_per_server_are_caught(self):
+        """SQLAlchemy's Query read otherwise: tags-any lists twice.
+
+        keyset.one_row_per_instance reads Query internals; were they to
+        read as "no join" (another SQLAlchemy), a server with two of the
+        tags would be listed twice. The self-test's tags-any case sees
+        it: nothing installed.
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.keyset.one_row_per_instance',
+            lambda query: query))
+        patch.check()  # the static checks cannot see it
+        error = self.assertRaises(patch.IncompatibleNova,
+                                  cellsched_api.install)
+        self.assertIn('self-test any of the tags', ' '.join(error.problems))
+        self._assert_nova_untouched()
+
+    def test_sqlalchemy_query_internals_are_fingerprinted(self):
+        """Another Query.join or Query.options: refused before the test."""
+        from sqlalchemy.orm import query as sa_query
+
+        self.assertEqual([], fingerprint.problems())
+        original = sa_query.Query.join
+
+        def join(self, target, onclause=None, *, isouter=False, full=False):
+            return original(self, target, onclause, isouter=isouter,
+                            full=full)
+
+        # Set by hand: fixtures.MonkeyPatch would wrap it with the
+        # original's __wrapped__, which the fingerprint follows.
+        sa_query.Query.join = join
+        self.addCleanup(setattr, sa_query.Query, 'join', original)
+        found = fingerprint.problems()
+        self.assertEqual(1, len(found), found)
+        self.assertIn('sqlalchemy.orm.query.Query.join', found[0])
+        self.assertIn('Query._setup_joins', found[0])
+        error = self.assertRaises(patch.IncompatibleNova,
+                                  cellsched_api.install)
+        self.assertEqual(found, error.problems)
         self._assert_nova_untouched()
 
     def test_rows_loader_that_drops_a_column_is_caught(self):

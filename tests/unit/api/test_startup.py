@@ -14,10 +14,12 @@
 
 Against nova's own functions as the oracle, on nova's cell databases
 (nova's test fixtures: three cells besides cell0). The frozen-cell case
-(a cell that does not answer is left out within ``list_cell_timeout``,
+(a cell that does not answer within nova's ``CELL_TIMEOUT`` is left out,
 and no thread stays on it) runs on real MariaDB under uwsgi:
 ``tests.functional.test_nova_api_uwsgi``.
 """
+
+import threading
 
 import fixtures
 from nova.api.openstack import wsgi_app
@@ -30,6 +32,9 @@ from nova import test
 from nova import utils as nova_utils
 
 from nova_cellsched.api import fingerprint
+from nova_cellsched.api import guard
+from nova_cellsched.api import instance_list
+from nova_cellsched.api import patch
 from nova_cellsched.api import startup
 
 OLDEST = service_obj.SERVICE_VERSION_ALIASES[
@@ -119,6 +124,58 @@ class TestBoundedStartUpCheck(test.TestCase):
         self.assertIn('oldest nova-compute service version %d across 4 '
                       'cells, 4 answered' % (OLDEST + 1), logs.output)
 
+    def _slow_cell(self, name):
+        """*name*'s query waits until released (at cleanup at the latest).
+
+        Then nova's own query runs on the cell: a cell database that
+        answers late.
+        """
+        release = threading.Event()
+        self.addCleanup(release.set)
+        slow = self.by_name[name].uuid
+        original = startup._cell_minimum
+
+        def cell_minimum(context, binaries, seconds):
+            if context.cell_uuid == slow:
+                release.wait(30)
+            return original(context, binaries, seconds)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.startup._cell_minimum', cell_minimum))
+        return release
+
+    def test_a_cell_answering_after_list_cell_timeout_still_counts(self):
+        """Within nova's CELL_TIMEOUT a late cell counts, as in nova.
+
+        Its too old nova-compute fails the start, as nova's check does,
+        though the cell answers after ``list_cell_timeout``.
+        """
+        self._world()
+        self._service('cell3', 'old', OLDEST - 1)
+        self.flags(list_cell_timeout=0.1, group='cellsched')
+        release = self._slow_cell('cell3')
+        threading.Timer(0.6, release.set).start()
+        ours = self.assertRaises(nova_exception.TooOldComputeService,
+                                 startup.raise_if_old_compute)
+        self.assertIn('level in your system is %d' % (OLDEST - 1),
+                      str(ours))
+
+    def test_a_cell_silent_for_novas_timeout_is_left_out_as_in_nova(self):
+        """Past nova's CELL_TIMEOUT a cell is left out and named."""
+        self._world()
+        self._service('cell3', 'old', OLDEST - 1)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.context.CELL_TIMEOUT', 0.5))
+        self._slow_cell('cell3')
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.api.startup'))
+        self.assertIsNone(startup.raise_if_old_compute())
+        self.assertIn('Cell cell3(%s) did not answer the start-up check'
+                      % self.by_name['cell3'].uuid, logs.output)
+        self.assertIn('across 4 cells, 3 answered', logs.output)
+        self.assertIn("each cell within 0.5s, nova's CELL_TIMEOUT",
+                      logs.output)
+
     def test_a_nova_it_was_not_written_for_gets_novas_check(self):
         calls = []
         self.useFixture(fixtures.MonkeyPatch(
@@ -170,6 +227,36 @@ class TestBounded(test.TestCase):
         self.assertIs(startup.ORIGINAL, nova_utils.raise_if_old_compute)
         self.assertEqual([], fingerprint.problems(
             relied_on=fingerprint.START_UP_RELIED_ON))
+
+    def test_without_the_lister_no_bound_or_pool_is_left(self):
+        """The filter refused nova: the check's bound and pool are gone.
+
+        The application is built with the lister not installed (here
+        its self-test finds a difference): the connection bound the
+        check put in is taken out, and no worker pool stays.
+        """
+        self.assertFalse(guard.installed())
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.selftest.run',
+            lambda _function: (['the self-test differs'], 0.0)))
+        with startup.bounded():
+            self.assertTrue(guard.installed())
+            self.assertRaises(nova_exception.TooOldComputeService,
+                              wsgi_app._setup_service, 'api1',
+                              'osapi_compute')
+            self.assertIsNotNone(instance_list._EXECUTOR)
+            self.assertRaises(patch.IncompatibleNova, patch.install)
+        self.assertFalse(patch.is_installed())
+        self.assertFalse(guard.installed())
+        self.assertIsNone(instance_list._EXECUTOR)
+
+    def test_a_bound_put_in_before_stays(self):
+        """bounded() takes out only the bound it put in."""
+        guard.install()
+        self.addCleanup(guard.uninstall)
+        with startup.bounded():
+            pass
+        self.assertTrue(guard.installed())
 
     def test_novas_setup_service_raises_ours_and_honours_ffu(self):
         """nova's _setup_service handles our exception as its own."""

@@ -84,19 +84,22 @@ def cell_splits(draw, rows):
     return cells
 
 
-def reference_cmp(keys, dirs):
+def reference_cmp(keys, dirs, nulls_high=False):
     """cmp(a, b) over *keys*, written from the rules, not from the code.
 
-    NULL is smaller than any value; a descending key reverses the result
-    of its column, NULL included (so NULL comes last there).
+    NULL is smaller than any value (larger with *nulls_high*, as
+    PostgreSQL sorts it); a descending key reverses the result of its
+    column, NULL included (so NULL comes last there, or first).
     """
+    null = 1 if nulls_high else -1
+
     def cmp_values(x, y):
         if x is None and y is None:
             return 0
         if x is None:
-            return -1
+            return null
         if y is None:
-            return 1
+            return -null
         return (x > y) - (x < y)
 
     def cmp(a, b):
@@ -133,18 +136,24 @@ class SortSpecBuildTestCase(base.BaseTestCase):
         self.assertEqual(('desc', 'asc'), spec.dirs)
 
     def test_build_uuid_key_not_appended_twice(self):
+        # uuid is unique: the keys after it never decide an order.
         spec = SortSpec.build(['uuid', 'host'], ['desc', 'asc'])
-        self.assertEqual(('uuid', 'host'), spec.keys)
-        self.assertEqual(('desc', 'asc'), spec.dirs)
+        self.assertEqual(('uuid',), spec.keys)
+        self.assertEqual(('desc',), spec.dirs)
 
     def test_build_keys_without_dirs_are_ascending(self):
         spec = SortSpec.build(['host', 'display_name'])
         self.assertEqual(('host', 'display_name', 'uuid'), spec.keys)
         self.assertEqual(('asc', 'asc', 'asc'), spec.dirs)
 
-    def test_build_missing_dirs_repeat_the_first_dir(self):
+    def test_build_missing_dirs_are_filled_as_novas_query_fills_them(self):
+        """nova's cell query: uuid asc appended, the rest the first dir.
+
+        (InstanceSortContext, then process_sort_params.)
+        """
         spec = SortSpec.build(['host', 'display_name', 'id'], ['desc'])
-        self.assertEqual(('desc', 'desc', 'desc', 'asc'), spec.dirs)
+        self.assertEqual(('host', 'display_name', 'id', 'uuid'), spec.keys)
+        self.assertEqual(('desc', 'asc', 'desc', 'desc'), spec.dirs)
 
     def test_build_dirs_are_case_insensitive(self):
         spec = SortSpec.build(['host', 'id'], ['DESC', 'Asc'])
@@ -301,6 +310,98 @@ class KeyFunctionPropertyTestCase(base.BaseTestCase):
         self.assertEqual(expected < 0, ka < kb)
         self.assertEqual(expected > 0, kb < ka)
         self.assertEqual(expected == 0, ka == kb)
+
+
+def novas_order(sort_keys, sort_dirs):
+    """nova's own normalisation: what its instance query is given."""
+    from nova.compute import instance_list as nova_instance_list
+    from nova.db import utils as db_utils
+    sort_ctx = nova_instance_list.InstanceSortContext(
+        list(sort_keys), list(sort_dirs))
+    keys, dirs = db_utils.process_sort_params(
+        sort_ctx.sort_keys, sort_ctx.sort_dirs, default_dir='desc')
+    end = keys.index('uuid') + 1
+    return tuple(keys[:end]), tuple(dirs[:end])
+
+
+class NovaOrderTestCase(base.BaseTestCase):
+    """One normalisation for both listers, nova's for every input."""
+
+    @PROPERTY
+    @hypothesis.given(
+        st.lists(st.sampled_from(sorted(sorting.API_SORT_KEYS) + ['id']),
+                 max_size=4, unique=True),
+        st.lists(st.sampled_from(['asc', 'desc', 'ASC', 'up']),
+                 max_size=5))
+    def test_nova_order_is_novas(self, keys, dirs):
+        from nova import exception as nova_exception
+        try:
+            expected = novas_order(keys, dirs)
+        except nova_exception.InvalidInput as exc:
+            error = self.assertRaises(InvalidListRequest,
+                                      sorting.nova_order, keys, dirs)
+            self.assertIn(error.expected, str(exc))
+            return
+        self.assertEqual(expected, sorting.nova_order(keys, dirs))
+
+    @PROPERTY
+    @hypothesis.given(
+        st.lists(st.sampled_from(sorted(sorting.API_SORT_KEYS)),
+                 min_size=1, max_size=4, unique=True),
+        st.data())
+    def test_command_line_and_api_orders_are_the_same(self, keys, data):
+        """SortSpec.build (the CLI) and the API's sort_order agree."""
+        from nova_cellsched.api import instance_list
+        dirs = data.draw(st.lists(st.sampled_from(['asc', 'desc']),
+                                  max_size=len(keys)))
+        self.assertEqual(instance_list.sort_order(keys, dirs),
+                         SortSpec.build(keys, dirs,
+                                        allowed=sorting.API_SORT_KEYS))
+
+    def test_api_sort_order_raises_novas_invalid_input(self):
+        from nova import exception as nova_exception
+
+        from nova_cellsched.api import instance_list
+        error = self.assertRaises(nova_exception.InvalidInput,
+                                  instance_list.sort_order, ['host'],
+                                  ['sideways'])
+        self.assertIn("Unknown sort direction, must be 'desc' or 'asc'",
+                      str(error))
+
+
+class NullsHighTestCase(base.BaseTestCase):
+    """PostgreSQL's NULL order: after every value ascending."""
+
+    def test_null_last_when_ascending(self):
+        rows = [{'v': None, 'uuid': 'b'}, {'v': 1, 'uuid': 'a'}]
+        key = SortSpec.build(['v'], ['asc']).with_nulls_high(
+            True).key_function()
+        self.assertEqual(['a', 'b'], uuids_of(sorted(rows, key=key)))
+
+    def test_null_first_when_descending(self):
+        rows = [{'v': 1, 'uuid': 'a'}, {'v': None, 'uuid': 'b'}]
+        key = SortSpec.build(['v'], ['desc']).with_nulls_high(
+            True).key_function()
+        self.assertEqual(['b', 'a'], uuids_of(sorted(rows, key=key)))
+
+    def test_nulls_high_only_when_every_cell_is_on_postgresql(self):
+        self.assertTrue(sorting.nulls_high_for(['postgresql']))
+        self.assertTrue(sorting.nulls_high_for(['postgresql'] * 3))
+        self.assertFalse(sorting.nulls_high_for(['postgresql', 'mysql']))
+        self.assertFalse(sorting.nulls_high_for(['sqlite']))
+        self.assertFalse(sorting.nulls_high_for(['mysql']))
+        self.assertFalse(sorting.nulls_high_for([]))
+
+    @PROPERTY
+    @hypothesis.given(listings(), st.booleans())
+    def test_key_function_agrees_with_reference_either_null_order(
+            self, listing, nulls_high):
+        keys, dirs, rows = listing
+        spec = SortSpec.build(keys, dirs).with_nulls_high(nulls_high)
+        expected = sorted(rows, key=functools.cmp_to_key(
+            reference_cmp(spec.keys, spec.dirs, nulls_high)))
+        self.assertEqual(uuids_of(expected),
+                         uuids_of(sorted(rows, key=spec.key_function())))
 
 
 class PositionalRowsTestCase(base.BaseTestCase):
