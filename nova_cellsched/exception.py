@@ -102,23 +102,29 @@ class MarkerNotFound(InvalidListRequest):
         super().__init__('marker', marker, expected)
 
 
-class ApiDatabaseUnreachable(CellschedError):
-    """The nova API database could not be queried.
+class DatabaseUnreachable(CellschedError):
+    """A database the command needs did not answer (exit 3).
 
     :ivar url: the connection URL, password masked.
     :ivar cause: the original exception (also ``__cause__``).
     """
 
     exit_code = 3
+    #: The message, from the masked URL and the driver's reason.
+    template = 'cannot reach the database at %s: %s'
 
     def __init__(self, url: str, cause: BaseException) -> None:
         self.url = url
         self.cause = cause
-        super().__init__(
-            'cannot read the nova API database at %s: %s; check '
-            '[api_database] connection in the nova.conf given with '
-            '--config-file and that the database server is running'
-            % (url, driver_reason(cause)))
+        super().__init__(self.template % (url, driver_reason(cause)))
+
+
+class ApiDatabaseUnreachable(DatabaseUnreachable):
+    """The nova API database could not be queried."""
+
+    template = ('cannot read the nova API database at %s: %s; check '
+                '[api_database] connection in the nova.conf given with '
+                '--config-file and that the database server is running')
 
 
 def driver_reason(cause: BaseException) -> str:
@@ -134,23 +140,12 @@ def driver_reason(cause: BaseException) -> str:
     return '%s: %s' % (type(shown).__name__, reason)
 
 
-class DemoServerUnreachable(CellschedError):
-    """``demo --connection``: the database server did not answer.
+class DemoServerUnreachable(DatabaseUnreachable):
+    """``demo --connection``: the database server did not answer."""
 
-    :ivar url: the ``--connection`` URL, password masked.
-    :ivar cause: the original exception (also ``__cause__``).
-    """
-
-    exit_code = 3
-
-    def __init__(self, url: str, cause: BaseException) -> None:
-        self.url = url
-        self.cause = cause
-        super().__init__(
-            'cannot reach the database server of --connection %s: %s; '
-            'check the URL and that the server is running, or leave '
-            '--connection out for SQLite files in --dir'
-            % (url, driver_reason(cause)))
+    template = ('cannot reach the database server of --connection %s: %s; '
+                'check the URL and that the server is running, or leave '
+                '--connection out for SQLite files in --dir')
 
 
 class CellsFailed(CellschedError):
