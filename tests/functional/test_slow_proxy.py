@@ -112,6 +112,11 @@ class SlowProxyTest(testtools.TestCase):
         got = client.recv(4)
         seconds = time.monotonic() - start
         self.assertEqual(b'ping', got)
+        # The writer takes a chunk off its queue just after sending it:
+        # the client can read it a moment before pending() drops.
+        settle = time.monotonic() + 5.0
+        while self.proxy.pending() and time.monotonic() < settle:
+            time.sleep(0.01)
         self.assertEqual(0, self.proxy.pending())
         # Two crossings of 0.5 s each; a generous ceiling for a busy box.
         self.assertGreaterEqual(seconds, 1.0)

@@ -114,8 +114,12 @@ class UwsgiGuideTest(testtools.TestCase):
                 start_new_session=True,
                 preexec_fn=demo_api.die_with_parent())
         self.addCleanup(self._stop, uwsgi)
+        # Read now (at cleanup), not when the result is written: by then
+        # the temporary directory is gone, and a detail whose file is
+        # missing ends the whole stestr worker.
         self.addCleanup(lambda: self.addDetail(
-            'uwsgi-log', testtools.content.content_from_file(log)))
+            'uwsgi-log', testtools.content.content_from_file(
+                log, buffer_now=True)))
         argv = shlex.split(curl.replace(':%s/' % GUIDE_PORT,
                                         ':%s/' % port))
         deadline = time.monotonic() + READY_TIMEOUT
