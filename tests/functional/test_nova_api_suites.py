@@ -24,9 +24,9 @@ check that every test was served by the replacement.
 
 nova's concurrency mode is chosen per process at import time: run as
 the suite runs (``tests/__init__.py``), these tests use native threads;
-:class:`EventletMode` runs this module again in a child process with
+:class:`EventletMode` runs these suites again in child processes with
 eventlet monkey patching (``OS_NOVA_DISABLE_EVENTLET_PATCHING=0``), nova-api's
-other mode.
+other mode, a group of suites per child (:data:`EVENTLET_RUNS`).
 
 Not run from nova's unit ``compute/test_instance_list.py``: the tests
 that hand ``nova.context.scatter_gather_cells`` a mock returning
@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import typing
+import unittest
 
 import fixtures
 import nova.conf
@@ -63,6 +64,7 @@ from nova.tests.functional import test_servers
 from nova.tests.functional.wsgi import test_servers as wsgi_test_servers
 from nova.tests.unit.compute import test_instance_list as unit_il
 import subunit
+import testscenarios
 import testtools
 
 from nova_cellsched.api import validation
@@ -166,21 +168,59 @@ class ConcurrencyMode(testtools.TestCase):
         self.assertEqual(threads, nova_utils.concurrency_mode_threading())
 
 
-class EventletMode(testtools.TestCase):
+#: The eventlet runs, one child process each: nova's suites above in
+#: groups of about equal length, so that the test runner's workers share
+#: them (stestr hands a fresh clone's tests out round-robin: one run of
+#: all of them would be one worker's four minutes). Every suite of this
+#: module is in exactly one group (``test_every_suite_runs_under_eventlet``).
+EVENTLET_RUNS: dict[str, tuple[str, ...]] = {
+    'listers': ('InstanceListTestCase', 'TestInstanceListObjects',
+                'UnitTestInstanceList', 'ServerListLimitMarkerCell0Test',
+                'TestListServersIpFilter'),
+    'servers': ('ServersTest',),
+    'servers_v21': ('ServersTestV21',),
+    'microversions': ('ServersTestV219', 'ServerTestV269',
+                      'ServersPreSchedulingTestCase',
+                      'EnforceVolumeBackedForZeroDiskFlavorTestCase',
+                      'ResizeCheckInstanceHostTestCase',
+                      'TestDeleteFromCell0CheckQuota', 'ResponseValidation'),
+}
+
+
+def _skipped_in(names: typing.Iterable[str]) -> int:
+    """How many tests of the suites *names* skip on purpose."""
+    return sum(1 for name in names for attr in dir(globals()[name])
+               if attr.startswith('test_') and
+               getattr(globals()[name], attr) is
+               UnitTestInstanceList._not_applicable)
+
+
+class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
     """The suites above, with nova-api in eventlet mode."""
 
+    scenarios = [(name, {'suites': suites})
+                 for name, suites in EVENTLET_RUNS.items()]
+
+    suites: tuple[str, ...] = ()
+
     def test_suites_pass_with_eventlet(self):
-        """Run this module in a child with eventlet monkey patching."""
+        """Run this group's suites in a child with eventlet monkey patching.
+
+        The child runs :class:`ConcurrencyMode` too: it fails unless the
+        child really is in eventlet mode.
+        """
         from nova import utils as nova_utils
         if not nova_utils.concurrency_mode_threading():
             self.skipTest('this is the eventlet run')
         env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='0')
+        names = ['%s.%s' % (__name__, suite)
+                 for suite in self.suites + ('ConcurrencyMode',)]
         # Files, not pipes: under eventlet the child hangs writing to a
         # pipe (seen with nova's logging), whoever reads it.
         with tempfile.TemporaryFile() as out, \
                 tempfile.TemporaryFile() as err:
             proc = subprocess.run(
-                [sys.executable, '-c', CHILD_RUNNER, __name__],
+                [sys.executable, '-c', CHILD_RUNNER] + names,
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 timeout=1800, check=False)
             out.seek(0)
@@ -189,10 +229,32 @@ class EventletMode(testtools.TestCase):
         summary = subunit_summary(stream)
         self.assertEqual([], summary.failed, errors)
         self.assertEqual(0, proc.returncode, errors)
-        # Every nova test ran (only the three named skips), including
-        # ConcurrencyMode's check that the child was in eventlet mode.
-        self.assertGreater(summary.run, 100)
-        self.assertEqual(4, summary.skipped, summary)
+        # Every test of the group ran, the named skips alone skipped.
+        expected = sum(len(_test_names(globals()[suite]))
+                       for suite in self.suites) + 1
+        self.assertEqual(expected, summary.run, summary)
+        self.assertEqual(_skipped_in(self.suites), summary.skipped, summary)
+
+
+class EventletRunsCoverTheModule(testtools.TestCase):
+    """No suite of this module is left out of the eventlet runs."""
+
+    def test_every_suite_runs_under_eventlet(self):
+        suites = {name for name, value in globals().items()
+                  if isinstance(value, type) and
+                  issubclass(value, unittest.TestCase) and
+                  value.__module__ == __name__ and _test_names(value)}
+        grouped = [suite for group in EVENTLET_RUNS.values()
+                   for suite in group]
+        self.assertEqual(len(grouped), len(set(grouped)), grouped)
+        self.assertEqual(
+            suites - {'EventletMode', 'EventletRunsCoverTheModule',
+                      'ConcurrencyMode'},
+            set(grouped))
+
+
+def _test_names(case: type) -> list[str]:
+    return unittest.TestLoader().getTestCaseNames(case)
 
 
 #: subunit.run, then exit at once: under eventlet, threads nova's
