@@ -581,12 +581,17 @@ class Cloud:
             },
         }
 
-    def write_scheduler_conf(self) -> str:
-        """nova-scheduler's nova.conf for :attr:`scheduling`."""
+    def write_scheduler_conf(self, cellsched: dict[str, str] | None = None
+                             ) -> str:
+        """nova-scheduler's nova.conf for :attr:`scheduling`.
+
+        *cellsched*: ``[cellsched]`` options over the harness's own.
+        """
         conf = self._common('nova-scheduler', 'scheduler', self.vhost('api'))
         conf['api_database'] = {'connection': self.database_url('api')}
         conf['database'] = {'connection': self.database_url('cell0')}
         conf.update(self._scheduler_sections())
+        conf['cellsched'].update(cellsched or {})
         # ProjectCellFilter is found through a second available_filters
         # line: configparser keeps one value, oslo.config reads a
         # MultiStrOpt from repeated lines, so the file is patched below.
@@ -1091,6 +1096,23 @@ class Cloud:
             self.sync_aggregates()
         self.restart('nova-scheduler')
         self.save()
+
+    def sighup_scheduler(self, cellsched: dict[str, str],
+                         timeout: float = 120.0) -> None:
+        """Rewrite nova-scheduler's ``[cellsched]``, SIGHUP it, wait.
+
+        Returns when every scheduler worker logged the new mapping
+        (``[cellsched] options changed``), as an operator checks it.
+        """
+        service = self.services['nova-scheduler']
+        marker = '[cellsched] options changed'
+        before = self.log_tail(service, 10**9).count(marker)
+        workers = max(1, usage(service)[3] - 1)
+        self.write_scheduler_conf(cellsched)
+        os.kill(service.pid, signal.SIGHUP)
+        self._wait('nova-scheduler reloaded after SIGHUP', lambda: (
+            self.log_tail(service, 10**9).count(marker) >= before + workers),
+            [service], timeout)
 
     # status and down
 
