@@ -305,8 +305,14 @@ def _flatten(node: dict[str, Any], out: list[dict[str, Any]],
 
 
 def _kind(service: str) -> str:
+    """api, conductor, scheduler or compute from osprofiler's service.
+
+    nova-api's traces are ``osapi_compute``'s, the others the binary's.
+    """
+    if service.startswith('osapi'):
+        return 'api'
     for kind in ('conductor', 'scheduler', 'compute'):
-        if kind in service and 'compute_api' not in service:
+        if kind in service:
             return kind
     return 'api'
 
@@ -330,7 +336,6 @@ def analyse_traces(redis_url: str, results: list[dict[str, Any]]
     from osprofiler.drivers import base as drivers
     import redis
 
-    engine = drivers.get_driver(redis_url, conf={})
     per_boot: dict[str, list[float]] = collections.defaultdict(list)
     exclusive: dict[tuple[str, str], float] = collections.defaultdict(float)
     traced = 0
@@ -338,7 +343,8 @@ def analyse_traces(redis_url: str, results: list[dict[str, Any]]
         base_id = result.get('base_id')
         if not base_id or result['status'] != 'ACTIVE':
             continue
-        report = engine.get_report(base_id)
+        # A driver accumulates what it read: one per report.
+        report = drivers.get_driver(redis_url, conf={}).get_report(base_id)
         spans: list[dict[str, Any]] = []
         _flatten(report, spans)
         if not spans:
