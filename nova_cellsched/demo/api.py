@@ -304,11 +304,12 @@ class NeutronStandIn:
     """neutron's ports and security groups API: no port, no group.
 
     Every ``GET .../<things>`` answers ``{"<things>": []}``. :meth:`start`
-    serves on a free loopback port (:attr:`url`) from a daemon thread;
-    :meth:`stop` ends it (idempotent).
+    serves on loopback *port* (default: a free one; :attr:`url`) from a
+    daemon thread; :meth:`stop` ends it (idempotent).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        self.port = port
         self.server: http.server.ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.url = ''
@@ -328,8 +329,8 @@ class NeutronStandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
-                                                      Handler)
+        self.server = http.server.ThreadingHTTPServer(
+            ('127.0.0.1', self.port), Handler)
         self.server.daemon_threads = True
         self._thread = threading.Thread(target=self.server.serve_forever,
                                         name='neutron-stand-in',
@@ -346,6 +347,44 @@ class NeutronStandIn:
             self._thread.join(10)
         self.server = None
         self._thread = None
+
+
+def uwsgi_options(module: str, port: int, processes: int, threads: int,
+                  env: tuple[str, str], pidfile: str, log: str
+                  ) -> dict[str, str]:
+    """The ``[uwsgi]`` section of a WSGI service, as devstack writes it.
+
+    devstack's ``write_uwsgi_config`` (master, ``processes``,
+    ``enable-threads``, ``lazy-apps``, ``thunder-lock``, ``buffer-size =
+    65535``, ``Connection: close``), with ``http-socket`` on
+    ``127.0.0.1:port`` for its socket + apache pair and ``exit-on-reload``
+    off (devstack lets systemd restart an exited uwsgi). *env* is the
+    ``(name, value)`` of the variable through which the service finds its
+    config files (``OS_NOVA_CONFIG_DIR``).
+    uwsgi's ``worker-reload-mercy`` stays 60 s: a worker that does not
+    exit by itself shows as a reload or a stop over 10 s.
+    """
+    options = {
+        'module': module,
+        'http-socket': '127.0.0.1:%d' % port,
+        'processes': str(processes),
+        'master': 'true',
+        'die-on-term': 'true',
+        'exit-on-reload': 'false',
+        'enable-threads': 'true',
+        'thunder-lock': 'true',
+        'buffer-size': '65535',
+        'add-header': 'Connection: close',
+        'lazy-apps': 'true',
+        'home': sys.prefix,
+        'pidfile': pidfile,
+        'logto': log,
+        'env': '%s=%s' % env,
+        'need-app': 'true',
+    }
+    if threads > 1:
+        options['threads'] = str(threads)
+    return options
 
 
 class UwsgiError(Exception):
@@ -498,28 +537,9 @@ class UwsgiNovaApi:
         # socket + apache pair, and exit-on-reload off (see the module).
         directory = self._temp_dir()
         ini = configparser.RawConfigParser()
-        ini['uwsgi'] = {
-            'module': self.module,
-            'http-socket': '127.0.0.1:%d' % self.port,
-            'processes': str(self.processes),
-            'master': 'true',
-            'die-on-term': 'true',
-            'exit-on-reload': 'false',
-            'enable-threads': 'true',
-            'thunder-lock': 'true',
-            'buffer-size': '65535',
-            'add-header': 'Connection: close',
-            'lazy-apps': 'true',
-            'home': sys.prefix,
-            'env': 'OS_NOVA_CONFIG_DIR=%s' % directory,
-            'pidfile': self.pidfile,
-            'logto': self.log,
-            'need-app': 'true',
-            # uwsgi's worker-reload-mercy stays 60 s: a worker that does
-            # not exit by itself shows as a reload or a stop over 10 s.
-        }
-        if self.threads > 1:
-            ini['uwsgi']['threads'] = str(self.threads)
+        ini['uwsgi'] = uwsgi_options(
+            self.module, self.port, self.processes, self.threads,
+            ('OS_NOVA_CONFIG_DIR', directory), self.pidfile, self.log)
         self.ini = os.path.join(directory, 'uwsgi.ini')
         with open(self.ini, 'w') as f:
             ini.write(f)

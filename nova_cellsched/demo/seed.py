@@ -90,7 +90,8 @@ def create_database(server_url: str, name: str) -> str:
                 raise ValueError('unsupported database server %s' % backend)
     finally:
         engine.dispose()
-    return url.set(database=name).render_as_string(hide_password=False)
+    return str(url.set(database=name).render_as_string(
+        hide_password=False))
 
 
 def list_databases(server_url: str, prefix: str) -> list[str]:
@@ -172,7 +173,7 @@ def has_schema(database_url: str) -> bool:
     """True when the database already has nova's tables."""
     engine = sa.create_engine(database_url)
     try:
-        return sa.inspect(engine).has_table('alembic_version')
+        return bool(sa.inspect(engine).has_table('alembic_version'))
     except sa.exc.OperationalError:
         return False
     finally:

@@ -1,0 +1,546 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A boot storm on a real multi-process nova, through openstacksdk.
+
+Not a test: a script that prints (and with ``--out DIR`` saves as
+``cloud_storm.json`` and ``cloud_storm.md``) numbers::
+
+    flock -x /tmp/cellsched.lock python benchmarks/bench_cloud_storm.py \\
+        --out benchmarks/results/
+    python benchmarks/bench_cloud_storm.py --quick
+    python benchmarks/bench_cloud_storm.py --trace   # osprofiler + redis
+
+It starts the cloud of ``tools/cloud up`` (:mod:`nova_cellsched.demo.cloud`:
+three cells, ten fake nova-computes, every service its own process;
+``--dir`` of a running cloud reuses it), then for each scheduling
+configuration (nova's default filters, + ``ProjectCellFilter``, + the
+placement pre-filter: nova-scheduler's nova.conf rewritten and the
+process restarted, as an operator changes ``enabled_filters``) boots
+``--servers`` servers from ``--concurrency`` client threads, then the
+smaller storm (``--small``), each server ``POST /servers`` (networks
+``none``) then ``GET /servers/{id}`` every ``--poll`` seconds until
+ACTIVE or ERROR. One server in four is the dedicated project's (cell3
+only), the others are spread over three unmapped projects (cell1 and
+cell2 only). Every storm's servers are deleted before the next one.
+
+Reported per storm: POST-to-ACTIVE p50/p95/p99/max, the POST's own time,
+ERROR, NoValidHost and timed-out counts, servers outside their allowed
+cells (nova's default filters place them anywhere: the count shows what
+the plugin prevents), and the CPU seconds each service used meanwhile
+(psutil, each service's whole process group).
+
+With ``--trace`` the cloud runs with osprofiler on (every nova service
+and nova-api, the redis collector at ``--redis``) and one storm per
+configuration is traced: each boot's POST carries the trace headers
+(keystoneauth adds them when osprofiler is initialised in the client
+thread), nova passes the trace over RPC, and the report gives where each
+boot's time goes by service (the union of its spans: API, conductor,
+scheduler, compute, and what no span covers: queues and the client's
+polling) and the spans with the most exclusive time over the storm. The
+traces are deleted from redis afterwards.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+import warnings
+
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+
+import openstack  # noqa: E402
+
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import runinfo  # noqa: E402
+
+from nova_cellsched.demo import cloud as cloud_mod  # noqa: E402
+
+UNMAPPED = ('5b1e0a9f2c8d4e8fa1b2c3d4e5f60718',
+            '6c2f1b0a3d9e4f8a9b1c2d3e4f506172',
+            '7d3a2c1b4e0f4a9b8c2d3e4f50617283')
+# One server in four is the dedicated project's.
+PROJECTS = (cloud_mod.DEDICATED,) + UNMAPPED
+HMAC = 'cellsched-cloud'
+SERVICES = ('api', 'conductor', 'scheduler', 'compute')
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The *q* quantile (0..1) of *values*, nearest rank."""
+    ordered = sorted(values)
+    if not ordered:
+        return float('nan')
+    rank = max(0, min(len(ordered) - 1, int(round(q * len(ordered))) - 1))
+    return ordered[rank]
+
+
+class Clients:
+    """One openstacksdk connection per (thread, project)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.local = threading.local()
+        self.all: list[Any] = []
+        self.lock = threading.Lock()
+
+    def get(self, project: str, admin: bool = False) -> Any:
+        conns = self.local.__dict__.setdefault('conns', {})
+        key = (project, admin)
+        if key not in conns:
+            token = ('admin:%s' % project if admin
+                     else 'user:%s:member,reader' % project)
+            conns[key] = openstack.connect(
+                auth_type='admin_token',
+                auth={'endpoint': self.url, 'token': token},
+                load_yaml_config=False, load_envvars=False)
+            with self.lock:
+                self.all.append(conns[key])
+        return conns[key]
+
+    def close(self) -> None:
+        for conn in self.all:
+            conn.close()
+
+
+def allowed(cloud: cloud_mod.Cloud, project: str) -> set[str]:
+    names = cloud.cell_names()
+    return {names[-1]} if project == cloud_mod.DEDICATED else set(
+        names[:-1])
+
+
+def boot(cloud: cloud_mod.Cloud, clients: Clients, index: int, tag: str,
+         poll: float, timeout: float, trace: bool) -> dict[str, Any]:
+    """One server, POST to ACTIVE or ERROR: its timings and placement."""
+    project = PROJECTS[index % len(PROJECTS)]
+    conn = clients.get(project)
+    base_id = None
+    if trace:
+        from osprofiler import profiler
+        profiler.init(HMAC)
+    start = time.monotonic()
+    try:
+        server = conn.compute.create_server(
+            name='%s-%d' % (tag, index), flavor_id=cloud.state['flavor'],
+            image_id=cloud.state['image'], networks='none')
+    except Exception as exc:  # noqa: BLE001 - a failed POST is a result
+        return {'index': index, 'project': project, 'status': 'POST-FAILED',
+                'error': str(exc)[:300]}
+    finally:
+        if trace:
+            from osprofiler import profiler
+            current = profiler.get()
+            base_id = current.get_base_id() if current else None
+            profiler.clean()
+    posted = time.monotonic()
+    status, host, fault = 'TIMEOUT', None, None
+    while time.monotonic() - start < timeout:
+        try:
+            found = conn.compute.get_server(server.id)
+        except Exception:  # noqa: BLE001,S112 - retried until timeout
+            time.sleep(poll)
+            continue
+        if found.status in ('ACTIVE', 'ERROR'):
+            status, host = found.status, found.compute_host
+            fault = (found.fault or {}).get('message')
+            break
+        time.sleep(poll)
+    done = time.monotonic()
+    cell = cloud.compute_hosts().get(host or '')
+    return {'index': index, 'id': server.id, 'project': project,
+            'status': status, 'host': host, 'cell': cell, 'fault': fault,
+            'post_s': posted - start, 'active_s': done - start,
+            'outside': bool(cell and cell not in allowed(cloud, project)),
+            'base_id': base_id}
+
+
+def cpu_by_service(cloud: cloud_mod.Cloud) -> dict[str, float]:
+    return {name: cloud_mod.usage(service)[2]
+            for name, service in cloud.services.items()}
+
+
+def group_cpu(per_service: dict[str, float]) -> dict[str, float]:
+    """Service kind -> CPU seconds (computes and cell conductors summed).
+    """
+    grouped: dict[str, float] = collections.defaultdict(float)
+    for name, seconds in per_service.items():
+        if name.startswith('nova-compute-'):
+            key = 'nova-compute (all)'
+        elif name.startswith('nova-conductor-cell'):
+            key = 'nova-conductor (cells)'
+        else:
+            key = name
+        grouped[key] += seconds
+    return {k: round(v, 1) for k, v in sorted(grouped.items())}
+
+
+def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
+               results: list[dict[str, Any]], concurrency: int,
+               timeout: float = 600.0) -> None:
+    """Delete the storm's servers and wait until nova lists none."""
+    admin = clients.get('admin', admin=True)
+    ids = [r['id'] for r in results if r.get('id')]
+
+    def delete(server_id: str) -> None:
+        try:
+            clients.get('admin', admin=True).compute.delete_server(
+                server_id, ignore_missing=True)
+        except Exception:  # noqa: BLE001,S110 - waited for below
+            pass
+
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(delete, ids))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = list(admin.compute.servers(all_projects=True))
+        if not left:
+            return
+        time.sleep(2)
+    raise cloud_mod.CloudError('%d servers not deleted in %.0f s'
+                               % (len(left), timeout))
+
+
+def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
+          concurrency: int, tag: str, args: argparse.Namespace,
+          trace: bool = False) -> dict[str, Any]:
+    cpu_before = cpu_by_service(cloud)
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+        results = list(pool.map(
+            lambda i: boot(cloud, clients, i, tag, args.poll,
+                           args.boot_timeout, trace), range(servers)))
+    wall = time.monotonic() - start
+    cpu_after = cpu_by_service(cloud)
+    cpu = {n: cpu_after[n] - cpu_before.get(n, 0.0) for n in cpu_after}
+    active = [r['active_s'] for r in results if r['status'] == 'ACTIVE']
+    posts = [r['post_s'] for r in results if 'post_s' in r]
+    summary = {
+        'servers': servers, 'concurrency': concurrency,
+        'wall_s': round(wall, 1),
+        'boots_per_s': round(servers / wall, 2),
+        'active': len(active),
+        'error': sum(1 for r in results if r['status'] == 'ERROR'),
+        'no_valid_host': sum(1 for r in results if 'No valid host' in (
+            r.get('fault') or '')),
+        'timeout': sum(1 for r in results if r['status'] == 'TIMEOUT'),
+        'post_failed': sum(1 for r in results
+                           if r['status'] == 'POST-FAILED'),
+        'outside_allowed_cells': sum(1 for r in results if r.get('outside')),
+        'by_cell': dict(collections.Counter(
+            r.get('cell') or '-' for r in results)),
+        'active_s': {k: round(percentile(active, q), 2) for k, q in (
+            ('p50', .5), ('p95', .95), ('p99', .99), ('max', 1.0))},
+        'post_s': {k: round(percentile(posts, q), 2) for k, q in (
+            ('p50', .5), ('p95', .95), ('max', 1.0))},
+        'cpu_s': group_cpu(cpu),
+        'cpu_total_s': round(sum(cpu.values()), 1),
+        'faults': sorted({r['fault'][:160] for r in results
+                          if r.get('fault')})[:5],
+    }
+    if trace:
+        summary['trace'] = analyse_traces(args.redis, results)
+    delete_all(cloud, clients, results, concurrency)
+    return summary
+
+
+def sighup_check(cloud: cloud_mod.Cloud, clients: Clients,
+                 args: argparse.Namespace) -> dict[str, Any]:
+    """SIGHUP with the dedicated project moved to cell2: boots follow.
+
+    nova-scheduler's ``[cellsched] cells_projects`` is rewritten
+    (dedicated project -> cell2 instead of cell3) and the process sent
+    SIGHUP, as an operator does; four of the project's servers are then
+    booted and their cells reported. The mapping is restored after.
+    """
+    names = cloud.cell_names()
+    moved = {'cells_projects': '%s:%s' % (names[1], cloud_mod.DEDICATED)}
+    start = time.monotonic()
+    cloud.sighup_scheduler(moved)
+    reload_s = time.monotonic() - start
+    results = [boot(cloud, clients, i, 'sighup', args.poll,
+                    args.boot_timeout, False) for i in (0, 4, 8, 12)]
+    cloud.sighup_scheduler({})
+    delete_all(cloud, clients, results, 4)
+    return {'reload_s': round(reload_s, 1), 'expected_cell': names[1],
+            'cells': [r.get('cell') for r in results],
+            'statuses': [r['status'] for r in results]}
+
+
+# Traces
+
+def _flatten(node: dict[str, Any], out: list[dict[str, Any]],
+             parent: str | None = None) -> None:
+    info = node.get('info', {})
+    if 'started' in info and info.get('service') is not None:
+        raw = info.get('meta.raw_payload.%s-start' % info['name']) or {}
+        detail = raw.get('info', {})
+        label = info['name']
+        if 'function' in detail:
+            label += ' ' + detail['function'].get('name', '').rsplit(
+                '.', 1)[-1]
+        elif 'db' in detail:
+            label += ' ' + ' '.join(detail['db'].get('statement', '')
+                                    .split()[:4])
+        elif 'request' in detail:
+            label += ' %s %s' % (detail['request'].get('method'),
+                                 detail['request'].get('path', '')[:40])
+        out.append({'id': node.get('trace_id'), 'parent': parent,
+                    'service': str(info['service']), 'label': label,
+                    'start': info['started'], 'end': info['finished']})
+    for child in node.get('children', []):
+        _flatten(child, out, node.get('trace_id'))
+
+
+def _kind(service: str) -> str:
+    """api, conductor, scheduler or compute from osprofiler's service.
+
+    nova-api's traces are ``osapi_compute``'s, the others the binary's.
+    """
+    if service.startswith('osapi'):
+        return 'api'
+    for kind in ('conductor', 'scheduler', 'compute'):
+        if kind in service:
+            return kind
+    return 'api'
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    total, last_end = 0.0, float('-inf')
+    for start, end in sorted(intervals):
+        if end <= last_end:
+            continue
+        total += end - max(start, last_end)
+        last_end = end
+    return total
+
+
+def analyse_traces(redis_url: str, results: list[dict[str, Any]]
+                   ) -> dict[str, Any]:
+    """Per-boot time by service and the top spans, from osprofiler.
+
+    Spans' times are each process's clock (one machine: one clock).
+    """
+    from osprofiler.drivers import base as drivers
+    import redis
+
+    per_boot: dict[str, list[float]] = collections.defaultdict(list)
+    exclusive: dict[tuple[str, str], float] = collections.defaultdict(float)
+    traced = 0
+    for result in results:
+        base_id = result.get('base_id')
+        if not base_id or result['status'] != 'ACTIVE':
+            continue
+        # A driver accumulates what it read: one per report.
+        report = drivers.get_driver(redis_url, conf={}).get_report(base_id)
+        spans: list[dict[str, Any]] = []
+        _flatten(report, spans)
+        if not spans:
+            continue
+        traced += 1
+        by_kind: dict[str, list[tuple[float, float]]] = (
+            collections.defaultdict(list))
+        for span in spans:
+            by_kind[_kind(span['service'])].append((span['start'],
+                                                    span['end']))
+        for kind in SERVICES:
+            per_boot[kind].append(_union(by_kind.get(kind, [])) / 1000)
+        covered = _union([(s['start'], s['end']) for s in spans]) / 1000
+        per_boot['not in a span'].append(max(0.0,
+                                             result['active_s'] - covered))
+        children: dict[str, float] = collections.defaultdict(float)
+        for span in spans:
+            if span['parent']:
+                children[span['parent']] += span['end'] - span['start']
+        for span in spans:
+            own = span['end'] - span['start'] - children.get(span['id'], 0)
+            exclusive[(_kind(span['service']), span['label'])] += max(
+                0.0, own) / 1000
+    client = redis.Redis.from_url(redis_url)
+    for result in results:
+        if result.get('base_id'):
+            for key in client.scan_iter(match='osprofiler*%s*'
+                                        % result['base_id']):
+                client.delete(key)
+    top = sorted(exclusive.items(), key=lambda kv: -kv[1])[:12]
+    return {
+        'traced_boots': traced,
+        'per_boot_s': {k: {'p50': round(percentile(v, .5), 3),
+                           'p95': round(percentile(v, .95), 3),
+                           'mean': round(sum(v) / len(v), 3)}
+                       for k, v in per_boot.items() if v},
+        'top_exclusive_s': [{'service': k[0], 'span': k[1],
+                             'total_s': round(v, 2)} for k, v in top],
+    }
+
+
+# Output
+
+def render(results: dict[str, Any]) -> str:
+    lines = ['# Boot storm on a multi-process cloud (tools/cloud)', '',
+             '%s' % results.get('cloud', {}), '',
+             '| scheduling | servers/conc. | p50 s | p95 s | p99 s | max s '
+             '| POST p50 s | boots/s | ERROR | NoValidHost | timeout '
+             '| outside cells | by cell | CPU s total |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for run in results['storms']:
+        a = run['active_s']
+        lines.append('| %s | %d/%d | %s | %s | %s | %s | %s | %s | %d | %d '
+                     '| %d | %d | %s | %s |' % (
+                         run['scheduling'], run['servers'],
+                         run['concurrency'], a['p50'], a['p95'], a['p99'],
+                         a['max'], run['post_s']['p50'], run['boots_per_s'],
+                         run['error'], run['no_valid_host'], run['timeout'],
+                         run['outside_allowed_cells'],
+                         ', '.join('%s %d' % kv for kv in
+                                   sorted(run['by_cell'].items())),
+                         run['cpu_total_s']))
+    lines += ['', '## CPU seconds per service during each storm', '']
+    for run in results['storms']:
+        lines.append('* %s %d/%d: %s' % (
+            run['scheduling'], run['servers'], run['concurrency'],
+            ', '.join('%s %.1f' % kv for kv in run['cpu_s'].items())))
+    if 'sighup' in results:
+        h = results['sighup']
+        lines += ['', '## SIGHUP to nova-scheduler with a changed '
+                  'cells_projects', '',
+                  'Reloaded in %s s (every worker logged the new mapping); '
+                  'the dedicated project\'s next boots, expected in %s: %s'
+                  ' (%s).' % (h['reload_s'], h['expected_cell'],
+                              ', '.join(str(c) for c in h['cells']),
+                              ', '.join(h['statuses']))]
+    traced = [r for r in results['storms'] if 'trace' in r]
+    if traced:
+        lines += ['', '## Where a boot waits (osprofiler, redis)', '']
+        for run in traced:
+            t = run['trace']
+            lines.append('### %s %d/%d (%d traced boots)' % (
+                run['scheduling'], run['servers'], run['concurrency'],
+                t['traced_boots']))
+            lines.append('')
+            lines += ['| part | p50 s | p95 s | mean s |',
+                      '|---|---|---|---|']
+            for kind, v in t['per_boot_s'].items():
+                lines.append('| %s | %s | %s | %s |' % (
+                    kind, v['p50'], v['p95'], v['mean']))
+            lines += ['', '| service | span (exclusive time) | total s |',
+                      '|---|---|---|']
+            for row in t['top_exclusive_s']:
+                lines.append('| %s | %s | %s |' % (
+                    row['service'], row['span'].replace('|', '/'),
+                    row['total_s']))
+            lines.append('')
+    return '\n'.join(lines) + '\n'
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--dir', default=None,
+                        help='A running cloud to use (else one is started '
+                             'in a temp dir and stopped at the end).')
+    parser.add_argument('--servers', type=int, default=200)
+    parser.add_argument('--concurrency', type=int, default=20)
+    parser.add_argument('--small', default='50/5',
+                        help='The comparison storm, SERVERS/CONCURRENCY '
+                             '(default 50/5; "" for none).')
+    parser.add_argument('--configs', default=','.join(cloud_mod.SCHEDULING))
+    parser.add_argument('--computes', type=int, default=10)
+    parser.add_argument('--poll', type=float, default=0.5)
+    parser.add_argument('--boot-timeout', type=float, default=600.0)
+    parser.add_argument('--trace', action='store_true',
+                        help='osprofiler on; one traced storm per config.')
+    parser.add_argument('--redis', default='redis://127.0.0.1:6379')
+    parser.add_argument('--quick', action='store_true',
+                        help='20 servers at 5, 10 at 2, three computes.')
+    parser.add_argument('--sighup', action='store_true',
+                        help='After the storms: SIGHUP nova-scheduler with '
+                             'a changed cells_projects, boot, report cells.')
+    parser.add_argument('--out', help='Directory for cloud_storm.json/.md.')
+    args = parser.parse_args()
+    if args.quick:
+        args.servers, args.concurrency, args.small = 20, 5, '10/2'
+        args.computes = 3
+    storms = [(args.servers, args.concurrency)]
+    if args.small:
+        servers, conc = args.small.split('/')
+        storms.append((int(servers), int(conc)))
+    configs = [c for c in args.configs.split(',') if c]
+
+    def say(line: str) -> None:
+        print('bench_cloud_storm: %s' % line, flush=True)
+
+    import tempfile
+    own = args.dir is None
+    directory = args.dir or tempfile.mkdtemp(prefix='cellsched-cloud-')
+    cloud = cloud_mod.Cloud(directory, computes=args.computes,
+                            profiler=args.redis if args.trace else None,
+                            say=say)
+    results: dict[str, Any] = {
+        'run': runinfo.run_info(os.path.basename(__file__), None),
+        'storms': []}
+    try:
+        if own:
+            os.rmdir(directory)
+            cloud.up()
+        elif not cloud.load():
+            say('no cloud in %s' % directory)
+            return 2
+        results['cloud'] = {
+            'cells': cloud.cells, 'computes': cloud.computes,
+            'api_workers': cloud.api_workers,
+            'up_seconds': cloud.state.get('up_seconds'),
+            'memory_pss_mib': round(sum(r['pss_mib']
+                                        for r in cloud.status())),
+        }
+        clients = Clients(cloud.compute_url)
+        try:
+            for config in configs:
+                if cloud.scheduling != config:
+                    say('nova-scheduler: %s (restart)' % config)
+                    cloud.set_scheduling(config)
+                for servers, conc in storms:
+                    say('%s: %d servers at concurrency %d' % (
+                        config, servers, conc))
+                    run = storm(cloud, clients, servers, conc,
+                                '%s-%d' % (config, conc), args,
+                                trace=args.trace and (servers, conc) == (
+                                    storms[0]))
+                    run['scheduling'] = config
+                    results['storms'].append(run)
+                    say(json.dumps({k: run[k] for k in (
+                        'active_s', 'error', 'no_valid_host', 'timeout',
+                        'outside_allowed_cells', 'cpu_total_s')}))
+            if args.sighup and cloud.scheduling != 'nova':
+                results['sighup'] = sighup_check(cloud, clients, args)
+                say('sighup: %s' % results['sighup'])
+        finally:
+            clients.close()
+    finally:
+        if own:
+            cloud.down()
+    text = render(results)
+    print(text)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        name = 'cloud_storm_trace' if args.trace else 'cloud_storm'
+        with open(os.path.join(args.out, name + '.json'), 'w') as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+        with open(os.path.join(args.out, name + '.md'), 'w') as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,154 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""``tools/cloud``: a real multi-process nova, up, used and down again.
+
+One cloud of three cells with one fake nova-compute each (the harness's
+default is ten computes; one per cell is enough to tell the cells apart
+and keeps the test within a couple of minutes on two cores), scheduled
+with ProjectCellFilter and the placement pre-filter. Servers are booted
+through openstacksdk, as a user of the cloud boots them; the test then
+asks where nova put them, lists them, runs ``status`` and ``down`` from
+other processes, and checks that nothing of the cloud is left: no
+process, database, vhost or directory.
+"""
+
+import concurrent.futures
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import openstack
+import testtools
+from testtools import content
+
+from nova_cellsched.demo import api as demo_api
+from nova_cellsched.demo import cloud as cloud_mod
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, 'tools', 'cloud')
+UNMAPPED = '5b1e0a9f2c8d4e8fa1b2c3d4e5f60718'
+
+
+def unavailable() -> str | None:
+    """Why the cloud cannot run here, or None.
+
+    RabbitMQ is installed and started when it can be (as root with
+    apt-get), as ``tools/cloud up`` does.
+    """
+    problem = demo_api.uwsgi_missing()
+    if problem:
+        return problem
+    if not cloud_mod._port_open('127.0.0.1', 3306):
+        return 'MariaDB does not answer on 127.0.0.1:3306 (tools/databases)'
+    if importlib.util.find_spec('glance') is None:
+        return ('glance is not installed in this venv (pip install '
+                'glance): the cloud serves images with it')
+    try:
+        cloud_mod.ensure_rabbitmq(lambda line: None)
+    except cloud_mod.CloudError as exc:
+        return 'rabbitmq-server cannot be installed or started: %s' % exc
+    return None
+
+
+class TestCloud(testtools.TestCase):
+    """up, boots through openstacksdk, list, status, down: nothing left."""
+
+    def setUp(self):
+        super().setUp()
+        problem = unavailable()
+        if problem:
+            self.skipTest(problem)
+        self.dir = tempfile.mkdtemp(prefix='cellsched-cloud-')
+        self.lines = []
+        self.cloud = cloud_mod.Cloud(
+            self.dir, cells=3, computes=3, scheduling='prefilter',
+            say=self.lines.append)
+        self.addCleanup(self._down_if_up)
+        self.addCleanup(lambda: self.addDetail('up', content.text_content(
+            '\n'.join(self.lines))))
+
+    def _down_if_up(self):
+        if os.path.exists(self.cloud.state_file):
+            self.cloud.down()
+
+    def connect(self, project=None):
+        """A project member's connection; an admin's without *project*."""
+        token = (demo_api.TOKEN if project is None
+                 else 'user:%s:member,reader' % project)
+        conn = openstack.connect(
+            auth_type='admin_token',
+            auth={'endpoint': self.cloud.compute_url, 'token': token},
+            load_yaml_config=False, load_envvars=False)
+        self.addCleanup(conn.close)
+        return conn
+
+    def boot(self, project, name):
+        conn = self.connect(project)
+        server = conn.compute.create_server(
+            name=name, flavor_id=self.cloud.state['flavor'],
+            image_id=self.cloud.state['image'], networks='none')
+        return conn.compute.wait_for_server(
+            server, status='ACTIVE', failures=['ERROR'], interval=1,
+            wait=180)
+
+    def test_up_boot_list_status_down(self):
+        """Each project's servers land in its cells; down leaves nothing."""
+        self.cloud.up()
+        cells = self.cloud.compute_hosts()
+        self.addDetail('memory_and_start', content.text_content(json.dumps(
+            {'up_seconds': self.cloud.state['up_seconds'],
+             'phases': self.cloud.state['up_phases'],
+             'services': self.cloud.status()}, indent=1)))
+
+        wanted = [(UNMAPPED, 'unmapped-%d' % i) for i in range(3)] + [
+            (cloud_mod.DEDICATED, 'dedicated-%d' % i) for i in range(3)]
+        with concurrent.futures.ThreadPoolExecutor(len(wanted)) as pool:
+            servers = list(pool.map(lambda pair: self.boot(*pair), wanted))
+
+        # The host is shown to admins only (the users above are members).
+        admin = self.connect()
+        where = {s.name: cells[admin.compute.get_server(s.id).compute_host]
+                 for s in servers}
+        self.assertEqual(
+            {'cell3'}, {where[n] for n in where if n.startswith('ded')},
+            'the dedicated project boots only in its cell (cell3)')
+        self.assertLessEqual(
+            {where[n] for n in where if n.startswith('unm')},
+            {'cell1', 'cell2'}, 'an unmapped project boots only in the '
+            'default cells')
+
+        listed = {s.name: (s.status, s.project_id) for s in
+                  admin.compute.servers(details=True, all_projects=True)}
+        self.assertEqual({name: ('ACTIVE', project)
+                          for project, name in wanted}, listed)
+
+        status = subprocess.run(
+            [TOOL, '--dir', self.dir, 'status'], capture_output=True,
+            text=True, timeout=120, cwd=tempfile.gettempdir(),
+            env=dict(os.environ, VIRTUAL_ENV=sys.prefix))
+        self.assertEqual(0, status.returncode, status.stderr)
+        self.assertIn('%d of %d services running' % (
+            len(self.cloud.services), len(self.cloud.services)),
+            status.stdout)
+        self.assertNotIn(cloud_mod.RABBIT_PASSWORD + '@', status.stdout)
+
+        down = subprocess.run(
+            [TOOL, '--dir', self.dir, 'down'], capture_output=True,
+            text=True, timeout=300, cwd=tempfile.gettempdir(),
+            env=dict(os.environ, VIRTUAL_ENV=sys.prefix))
+        self.assertEqual(0, down.returncode, down.stdout + down.stderr)
+        self.assertEqual([], self.cloud.leftovers())
