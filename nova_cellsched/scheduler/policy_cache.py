@@ -59,7 +59,21 @@ RawOptions = tuple[tuple[str, ...], str]
 
 
 @dataclasses.dataclass(frozen=True)
-class _State:
+class Snapshot:
+    """Everything the cache holds at one moment, never changed.
+
+    A request takes one (:meth:`PolicyCache.snapshot`) and decides with
+    it alone, so a SIGHUP during the request cannot give it the policy of
+    one configuration and the mapping or cells of the next.
+
+    :ivar raw: the option values of :attr:`mapping`.
+    :ivar mapping: the mapping in force (the last one that parsed).
+    :ivar cells: the cell mappings of the last good load; None before one.
+    :ivar policy: :attr:`mapping` resolved against :attr:`cells`.
+    :ivar loaded_at: clock reading of the last load (good or failed).
+    :ivar scheduling_cells: see :attr:`PolicyCache.scheduling_cells`.
+    """
+
     raw: RawOptions
     mapping: mapping_mod.CellsMapping
     cells: tuple[policy_mod.CellInfo, ...] | None
@@ -98,7 +112,7 @@ class PolicyCache:
         mapping = mapping_mod.parse(*options)
         # Cells are loaded on first use, not here: the scheduler may build
         # its filters before the API database is reachable.
-        self._state = _State(options, mapping, None,
+        self._state = Snapshot(options, mapping, None,
                              policy_mod.resolve(mapping, ()), None)
 
     @property
@@ -122,6 +136,14 @@ class PolicyCache:
 
     def current(self) -> policy_mod.Policy:
         """Return the policy for the option values in force now."""
+        return self.snapshot().policy
+
+    def snapshot(self) -> Snapshot:
+        """The state a request decides with, cells loaded if due first.
+
+        Take it once per request: each call may return a newer one (a
+        SIGHUP, or a load for age, in between).
+        """
         state = self._state
         if state.cells is None:
             # Never loaded, or every load failed so far: try again, but a
@@ -130,7 +152,7 @@ class PolicyCache:
                                        force=state.loaded_at is None)
         elif self._too_old(state):
             state = self._reload_cells(state, force=False)
-        return state.policy
+        return state
 
     def reset(self, options: RawOptions | None = None,
               max_age: float | None = None) -> policy_mod.Policy:
@@ -182,18 +204,22 @@ class PolicyCache:
                   'p': mapping.render_projects()})
         return mapping
 
-    def _too_old(self, state: _State) -> bool:
+    def _too_old(self, state: Snapshot) -> bool:
         max_age = self._max_age
         if not max_age or state.loaded_at is None:
             return False
         return self._clock() - state.loaded_at >= max_age
 
-    def refresh_cells(self) -> policy_mod.Policy:
-        """Reload the cell mappings unless that was done very recently."""
-        self.current()
-        return self._reload_cells(self._state, force=False).policy
+    def refresh_cells(self) -> Snapshot:
+        """Reload the cell mappings unless that was done very recently.
 
-    def _reload_cells(self, state: _State, force: bool) -> _State:
+        :returns: the newest state, for the caller to decide with from
+            then on.
+        """
+        self.snapshot()
+        return self._reload_cells(self._state, force=False)
+
+    def _reload_cells(self, state: Snapshot, force: bool) -> Snapshot:
         with self._lock:
             if self._state is not state:
                 return self._state
@@ -205,8 +231,8 @@ class PolicyCache:
                                       reset=False)
             return self._state
 
-    def _build(self, previous: _State, raw: RawOptions,
-               mapping: mapping_mod.CellsMapping, reset: bool) -> _State:
+    def _build(self, previous: Snapshot, raw: RawOptions,
+               mapping: mapping_mod.CellsMapping, reset: bool) -> Snapshot:
         """A new state: the cell mappings loaded again, *mapping* resolved.
 
         :param reset: the load is a reset's (:meth:`reset`): it also sets
@@ -231,5 +257,5 @@ class PolicyCache:
         if cells is not None:
             for problem in policy.problems:
                 LOG.warning('[cellsched] %s', problem)
-        return _State(raw, mapping, cells, policy, self._clock(),
+        return Snapshot(raw, mapping, cells, policy, self._clock(),
                       scheduling_cells)

@@ -82,19 +82,21 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
         LOG.debug('require_cell_aggregates request filter skipped: the '
                   'request names its destination (%s)', target)
         return False
-    cache = state.get().cache
     scope = decision.placement_scope(
-        cache, request_spec, CONF[conf.GROUP_NAME].placement_prefilter_form)
+        state.get().cache, request_spec,
+        CONF[conf.GROUP_NAME].placement_prefilter_form)
     if scope is None:
         return False
+    # Every other read of this request from the state it was decided with.
+    snapshot = scope.decided_with
     if scope.required is not None and not scope.required:
         LOG.warning('Project %(project)s may use no cell (see [cellsched] '
                     'cells_default=%(default)r and cells_projects='
                     '%(projects)r, and "nova-cellsched explain --project '
                     '%(project)s"): NoValidHost before asking placement',
                     {'project': request_spec.project_id,
-                     'default': cache.mapping.render_default(),
-                     'projects': cache.mapping.render_projects()})
+                     'default': snapshot.mapping.render_default(),
+                     'projects': snapshot.mapping.render_projects()})
         raise nova_exception.RequestFilterFailed(
             reason='project %s may use no cell' % request_spec.project_id)
     if ('requested_destination' not in request_spec or
@@ -109,7 +111,7 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
                   request_spec.project_id)
         if len(uuids) == 1:
             _host_states_of_one_cell(ctxt, dest, uuids[0],
-                                     cache.scheduling_cells)
+                                     snapshot.scheduling_cells)
     if scope.forbidden:
         dest.append_forbidden_aggregates(set(scope.forbidden))
         uuids = sorted(scope.forbidden)

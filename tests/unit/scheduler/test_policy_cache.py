@@ -210,12 +210,12 @@ class PolicyCacheTestCase(base.BaseTestCase):
         self.cells.cells.append(CELL_NEW)
 
         self.clock.now += INTERVAL - 0.5
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(1, self.cells.loads)
         self.assertEqual(frozenset(), pol.allowed_cells('p2'))
 
         self.clock.now += 0.5
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(frozenset([CELL_NEW.uuid]), pol.allowed_cells('p2'))
         self.assertIs(pol, cache.current())
@@ -233,7 +233,7 @@ class PolicyCacheTestCase(base.BaseTestCase):
         good = cache.current()
         self.cells.error = RuntimeError('database is gone')
         self.clock.now += INTERVAL
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(good.cells, pol.cells)
         self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
