@@ -83,6 +83,10 @@ class Snapshot:
     # before a reset loaded the cells.
     scheduling_cells: frozenset[str] | None = None
 
+    def cell(self, uuid: str) -> policy_mod.CellInfo | None:
+        """The cell *uuid* as the last good load read it; None if absent."""
+        return self.policy.cells.get(uuid)
+
 
 class PolicyCache:
     """The current policy, reloaded when the options or cells change.

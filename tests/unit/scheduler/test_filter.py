@@ -24,12 +24,14 @@ from nova.tests.unit.scheduler import fakes  # isort: skip
 
 import fixtures
 from nova import context as nova_context
+from nova.db.api import api as api_db
 from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import request_filter as nova_request_filter
 from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
+import sqlalchemy
 import testscenarios
 
 from nova_cellsched.exception import InvalidCellsMapping
@@ -839,13 +841,67 @@ class PrefilterNamedCellTestCase(FilterTestBase):
         self.assertIsNone(self._named(PROJ_A))
         self.assertEqual(self._uuid('default1'), self._named(UNMAPPED))
 
-    def test_cell_disabled_since_start_is_not_named(self):
-        """nova still reads it until the SIGHUP, from its enabled cells."""
+    def test_cell_disabled_since_start_is_not_named_once_read(self):
+        """Not named once the policy cache reads the cells again.
+
+        The cell mapping named is the one the cache read, not read back
+        per request: until the cache's next read (``cell_cache_ttl``, or
+        a SIGHUP) the cell is named, as nova's HostManager still reads it
+        then from its enabled cells (nova reads them again at the SIGHUP
+        only).
+        """
+        self.flags(cell_cache_ttl=300, group='cellsched')
+        clock = FakeClock()
+        self.policy_state.install(state.SharedPolicy(
+            state.CONF, cell_infos.load_cell_infos, clock=clock))
         filters.ProjectCellFilter()
         self._disable('dedicated_a')
+        self.assertEqual(self._uuid('dedicated_a'), self._named(PROJ_A))
+        clock.now += 300
         self.assertIsNone(self._named(PROJ_A))
         scheduler_state.sighup(state.CONF)
         self.assertIsNone(self._named(PROJ_A))
+
+    def test_cell_disabled_since_start_is_not_named_after_sighup(self):
+        filters.ProjectCellFilter()
+        self._disable('dedicated_a')
+        scheduler_state.sighup(state.CONF)
+        self.assertIsNone(self._named(PROJ_A))
+
+    def test_one_cell_request_reads_no_cell_mapping(self):
+        """The named cell is the cache's nova CellMapping, not read back.
+
+        Every statement on the API database's engine is counted: a
+        one-cell request runs none (it used to read the cell mapping by
+        uuid on every request); a SIGHUP reads the cell mappings.
+        """
+        filters.ProjectCellFilter()
+        self._named(PROJ_A)
+        engine = api_db.get_engine()
+        statements = []
+
+        def count(conn, cursor, statement, *args):
+            statements.append(statement)
+
+        sqlalchemy.event.listen(engine, 'before_cursor_execute', count)
+        self.addCleanup(sqlalchemy.event.remove, engine,
+                        'before_cursor_execute', count)
+        for project, name in ((PROJ_A, 'dedicated_a'),
+                              (UNMAPPED, 'default1'),
+                              (PROJ_A, 'dedicated_a')):
+            spec = self._spec(project)
+            self.assertTrue(request_filter.require_cell_aggregates(
+                self.ctxt, spec))
+            cell = spec.requested_destination.cell
+            self.assertIsInstance(cell, objects.CellMapping)
+            self.assertEqual(self._uuid(name), cell.uuid)
+            self.assertEqual(self.cells[name].database_connection,
+                             cell.database_connection)
+        self.assertEqual([], statements)
+
+        scheduler_state.sighup(state.CONF)
+        self.assertTrue(any('cell_mappings' in statement
+                            for statement in statements), statements)
 
     def test_cell_enabled_since_start_is_named_after_sighup_only(self):
         """nova reads no host of it before the SIGHUP either."""
