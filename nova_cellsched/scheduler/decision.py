@@ -56,8 +56,28 @@ def pinned_cell(spec_obj: Any) -> str | None:
     return str(dest.cell.uuid)
 
 
-def target_of(spec_obj: Any) -> str | None:
-    """How the request names its compute host or node; None if it does not.
+@dataclasses.dataclass(frozen=True)
+class NamedDestination:
+    """The compute host or node a request names, and how.
+
+    :ivar forced: True for ``force_hosts``/``force_nodes`` (an admin's
+        ``availability_zone='zone:host[:node]'``), False for
+        ``requested_destination``.
+    :ivar field: ``'host'`` or ``'node'``.
+    :ivar value: the name(s), comma separated for several forced ones.
+    """
+
+    forced: bool
+    field: str
+    value: str
+
+    def __str__(self) -> str:
+        return '%s %s %s' % ('forced' if self.forced else 'requested',
+                             self.field, self.value)
+
+
+def named_destination(spec_obj: Any) -> NamedDestination | None:
+    """The compute host or node the request names; None if it names none.
 
     * ``force_hosts``/``force_nodes``: an admin's boot to
       ``availability_zone='zone:host[:node]'``. nova's HostManager skips
@@ -69,12 +89,12 @@ def target_of(spec_obj: Any) -> str | None:
     Either way nova asks placement for that node only (``in_tree``), or,
     when a host has several nodes, without ``max_placement_results``
     (``nova.scheduler.utils.resources_from_request_spec``): no host can
-    be cut by the limit.
+    be cut by the limit. ``str()`` of the answer says which, for logs.
     """
     for field, what in (('force_hosts', 'host'), ('force_nodes', 'node')):
         forced = getattr(spec_obj, field) if field in spec_obj else None
         if forced:
-            return 'forced %s %s' % (what, ','.join(forced))
+            return NamedDestination(True, what, ','.join(forced))
     if 'requested_destination' not in spec_obj:
         return None
     dest = spec_obj.requested_destination
@@ -83,7 +103,7 @@ def target_of(spec_obj: Any) -> str | None:
     for field in ('host', 'node'):
         value = getattr(dest, field) if field in dest else None
         if value:
-            return 'requested %s %s' % (field, value)
+            return NamedDestination(False, field, str(value))
     return None
 
 
@@ -201,7 +221,7 @@ def placement_scope(cache: policy_cache.PolicyCache, spec_obj: Any,
     :param form: ``[cellsched] placement_prefilter_form``, see
         :func:`forbidden_form`.
     """
-    if target_of(spec_obj) is not None:
+    if named_destination(spec_obj) is not None:
         return None
     scope = _placement_scope(cache.snapshot(), spec_obj, form)
     if scope is not None and scope.required == frozenset():

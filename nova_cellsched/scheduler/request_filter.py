@@ -78,7 +78,7 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
         return False
     if scheduler_utils.request_is_rebuild(request_spec):
         return False
-    target = decision.target_of(request_spec)
+    target = decision.named_destination(request_spec)
     if target is not None:
         LOG.debug('require_cell_aggregates request filter skipped: the '
                   'request names its destination (%s)', target)

@@ -762,30 +762,41 @@ class PinnedCellTestCase(test.NoDBTestCase):
         self.assertIsNone(decision.pinned_cell(spec))
 
 
-class TargetOfTestCase(test.NoDBTestCase):
-    """target_of() over the ways a request names its host or node."""
+class NamedDestinationTestCase(test.NoDBTestCase):
+    """named_destination() over the ways a request names its host or node.
+    """
+
+    def _named(self, spec):
+        """The answer and its log text, or None."""
+        target = decision.named_destination(spec)
+        return None if target is None else (target, str(target))
 
     def test_forms(self):
+        named = decision.NamedDestination
         spec = objects.RequestSpec(project_id=PROJ_A)
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.force_hosts = None
         spec.force_nodes = []
         spec.requested_destination = None
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(
             cell=objects.CellMapping(uuid=uuids.cell))
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(node=None)
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(node='n1')
-        self.assertEqual('requested node n1', decision.target_of(spec))
+        self.assertEqual((named(False, 'node', 'n1'), 'requested node n1'),
+                         self._named(spec))
         spec.requested_destination = objects.Destination(host='h1',
                                                          node='n1')
-        self.assertEqual('requested host h1', decision.target_of(spec))
+        self.assertEqual((named(False, 'host', 'h1'), 'requested host h1'),
+                         self._named(spec))
         spec.force_nodes = ['n2']
-        self.assertEqual('forced node n2', decision.target_of(spec))
-        spec.force_hosts = ['h2']
-        self.assertEqual('forced host h2', decision.target_of(spec))
+        self.assertEqual((named(True, 'node', 'n2'), 'forced node n2'),
+                         self._named(spec))
+        spec.force_hosts = ['h2', 'h3']
+        self.assertEqual((named(True, 'host', 'h2,h3'),
+                          'forced host h2,h3'), self._named(spec))
 
 
 class FakeClock:
