@@ -41,6 +41,7 @@ from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler import policy as policy_mod
+from tests import request_specs
 from tests import scheduler_state
 
 CELLS = 20
@@ -168,9 +169,8 @@ class FilterReloadLoadTest(base.BaseTestCase):
             start_line.wait()
             for n in range(DECISIONS // DECIDERS):
                 project = projects[(index + n) % len(projects)]
-                spec = objects.RequestSpec(
-                    project_id=project,
-                    instance_uuid=str(uuid_lib.UUID(int=n)))
+                spec = request_specs.request_spec(
+                    project, instance_uuid=str(uuid_lib.UUID(int=n)))
                 low = state['committed']
                 try:
                     passed = filt.filter_all(iter(self.hosts), spec)

@@ -23,13 +23,13 @@ the new one's, never a mix. Requests are nova's real ``RequestSpec``.
 # nova.tests first: importing it applies nova's eventlet monkey patching.
 from nova.tests.unit.scheduler import fakes  # noqa: F401  # isort: skip
 
-from nova import objects
 from nova import test
 import testscenarios
 
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import policy as policy_mod
 from nova_cellsched.scheduler import policy_cache
+from tests import request_specs
 
 CELL_A = policy_mod.CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_B = policy_mod.CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellB')
@@ -79,8 +79,8 @@ class SnapshotPerRequestTestCase(testscenarios.WithScenarios,
         return cache
 
     def _scope(self, cache):
-        spec = objects.RequestSpec(project_id=PROJECT)
-        scope = decision.placement_scope(cache, spec, self.form)
+        scope = decision.placement_scope(
+            cache, request_specs.request_spec(PROJECT), self.form)
         return scope.required, scope.forbidden
 
     def test_sighup_at_any_moment_gives_one_configuration(self):
@@ -111,8 +111,8 @@ class SnapshotPerRequestTestCase(testscenarios.WithScenarios,
 
     def test_scope_says_which_state_it_was_decided_with(self):
         cache = self._cache()
-        spec = objects.RequestSpec(project_id=PROJECT)
-        scope = decision.placement_scope(cache, spec, self.form)
+        scope = decision.placement_scope(
+            cache, request_specs.request_spec(PROJECT), self.form)
         taken = cache.snapshot()
         self.assertIs(taken, scope.decided_with)
         cache.reset(AFTER)

@@ -40,6 +40,7 @@ from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import request_filter
 from nova_cellsched.scheduler import state
+from tests import request_specs
 from tests import scheduler_state
 
 # Keystone style project ids.
@@ -99,15 +100,10 @@ class FilterTestBase(test.TestCase):
                 for name in names for i in range(per_cell)]
 
     def _spec(self, project_id, dest=None, cell=None, rebuild=False):
-        spec = objects.RequestSpec(project_id=project_id,
-                                   instance_uuid=uuids.instance)
-        if dest is not None:
-            spec.requested_destination = objects.Destination(
-                cell=self.cells[cell] if cell else None,
-                allow_cross_cell_move=(dest == 'cross'))
-        if rebuild:
-            spec.scheduler_hints = {'_nova_check_type': ['rebuild']}
-        return spec
+        """*dest*: ``'pinned'`` or ``'cross'`` for a move to cell *cell*."""
+        return request_specs.request_spec(
+            project_id, instance_uuid=uuids.instance, move=dest,
+            cell=self.cells[cell] if cell else None, rebuild=rebuild)
 
     def _cells_of(self, hosts):
         by_uuid = {cell.uuid: name for name, cell in self.cells.items()}
