@@ -90,6 +90,7 @@ from nova import utils as nova_utils  # noqa: E402
 from oslo_concurrency import lockutils  # noqa: E402
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 from nova_cellsched import cells as cells_mod  # noqa: E402
@@ -136,15 +137,6 @@ PHASES = (
      'ACTIVE saved)'),
     ('poll', 'poll', 'ACTIVE saved until the client\'s GET saw it'),
 )
-
-
-def percentile(values, pct):
-    """Nearest-rank percentile of *values* (None when empty)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, int(-(-pct * len(ordered) // 100)))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 def lock_key(name):
@@ -768,9 +760,9 @@ class BootStorm(test.TestCase,
 
         def dist(values):
             return {'n': len(values),
-                    'p50': percentile(values, 50),
-                    'p95': percentile(values, 95),
-                    'p99': percentile(values, 99),
+                    'p50': reporting.percentile(values, 50),
+                    'p95': reporting.percentile(values, 95),
+                    'p99': reporting.percentile(values, 99),
                     'max': max(values) if values else None,
                     'mean': (sum(values) / len(values)) if values else None}
 
@@ -1080,18 +1072,11 @@ def main(argv=None):
 
 def save(report):
     """Write ``--json`` and ``--out``'s files, as far as *report* goes."""
-    paths = [ARGS.json] if ARGS.json else []
-    if ARGS.out:
-        os.makedirs(ARGS.out, exist_ok=True)
-        paths.append(os.path.join(ARGS.out, 'bootstorm.json'))
-    for path in paths:
-        with open(path, 'w') as handle:
-            json.dump(report, handle, indent=2, sort_keys=True)
-            handle.write('\n')
     complete = all('hung_clients' not in s for s in report.get('storms', ()))
-    if ARGS.out and complete:
-        write_markdown(os.path.join(ARGS.out, 'bootstorm.md'), report)
-        paths.append(os.path.join(ARGS.out, 'bootstorm.md'))
+    paths = reporting.write_results(report, name='bootstorm', out=ARGS.out,
+                                    json_path=ARGS.json,
+                                    write_markdown=write_markdown,
+                                    markdown=complete)
     if paths:
         print('wrote %s' % ', '.join(paths))
 

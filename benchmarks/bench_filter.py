@@ -62,7 +62,6 @@ from nova.tests.unit.scheduler import fakes  # isort: skip
 
 import argparse
 import gc
-import json
 import logging
 import os
 import statistics
@@ -81,6 +80,7 @@ except ImportError:  # run from a checkout without the package installed
         os.path.abspath(__file__))))
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 from nova_cellsched.scheduler import host_filter as cellsched_filters  # noqa: E402
@@ -227,16 +227,9 @@ def run(args):
         print('%-18s %-34s %12s %9.1fx'
               % (row['request'], 'ratio AMTI / ProjectCellFilter', '',
                  row['ratio_amti_over_pcf']))
-    paths = [args.json] if args.json else []
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        paths.append(os.path.join(args.out, 'filter.json'))
-    for path in paths:
-        with open(path, 'w') as f:
-            json.dump(report, f, indent=2, sort_keys=True)
-            f.write('\n')
-    if args.out:
-        write_markdown(os.path.join(args.out, 'filter.md'), report)
+    reporting.write_results(report, name='filter', out=args.out,
+                            json_path=args.json,
+                            write_markdown=write_markdown)
     return report
 
 

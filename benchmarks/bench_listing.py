@@ -162,9 +162,9 @@ from nova_cellsched import conf as conf_mod  # noqa: E402
 from nova_cellsched import listing  # noqa: E402
 from nova_cellsched.listing import codec  # noqa: E402
 from nova_cellsched.listing import query as instance_query  # noqa: E402
+from nova_cellsched.listing import record_fields  # noqa: E402
 from nova_cellsched.listing import sorting  # noqa: E402
 from nova_cellsched.listing.timing import natural_key  # noqa: E402
-from nova_cellsched.listing import views  # noqa: E402
 
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
@@ -338,7 +338,7 @@ class RawPath:
     def __init__(self, world: dict[str, Any], driver: str) -> None:
         self.driver = driver
         self.spec = sorting.SortSpec.build()
-        self.columns = views.instance_columns(listing.DETAIL_FIELDS,
+        self.columns = record_fields.instance_columns(listing.DETAIL_FIELDS,
                                               self.spec.keys)
         self.cells = [(name, uuid, url) for name, uuid, url
                       in world['cells']]

@@ -63,8 +63,6 @@ import argparse
 import concurrent.futures
 import cProfile
 import io
-import json
-import math
 import os
 import platform
 import pstats
@@ -93,6 +91,7 @@ from placement import db_api as placement_db_api
 import sqlalchemy as sa
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 from nova_cellsched import cells as cells_mod  # noqa: E402
@@ -166,12 +165,6 @@ def progress(message: str) -> None:
 
 
 STARTED = time.perf_counter()
-
-
-def percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile (the maximum below 100/(100-pct) values)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(pct / 100.0 * len(ordered)) - 1)]
 
 
 class PlacementBench(test.TestCase):
@@ -602,7 +595,7 @@ class PlacementBench(test.TestCase):
             runs[key] = {
                 'requests': len(times),
                 'median_ms': statistics.median(times),
-                'p99_ms': percentile(times, 99),
+                'p99_ms': reporting.percentile(times, 99),
                 'mean_ms': statistics.fmean(times),
                 'requests_per_s': len(times) / line['wall_s'],
                 'candidates_mean': statistics.fmean(line['sizes'])
@@ -803,10 +796,8 @@ def main(argv=None):
             print('sync workers/%-18s %7.1f s  %5d changes  %d failed  '
                   'requests %s' % (label, run['seconds'], run['changes'],
                                    run['failed'], run['requests']))
-        if ARGS.json:
-            with open(ARGS.json, 'w') as handle:
-                json.dump(RESULTS, handle, indent=2, sort_keys=True)
-                handle.write('\n')
+        reporting.write_results(RESULTS, name='placement',
+                                json_path=ARGS.json)
         return 0
     print('%(hosts)d hosts in %(cells)d cells, max_placement_results '
           '%(max_placement_results)d; hosts written in %(build_s).1f s, '
@@ -822,18 +813,11 @@ def main(argv=None):
                  run['no_valid_host'], run['candidates_mean'],
                  run['allowed_candidates_mean'],
                  run['outside_allowed_cells']))
-    paths = [ARGS.json] if ARGS.json else []
+    paths = reporting.write_results(RESULTS, name='placement', out=ARGS.out,
+                                    json_path=ARGS.json,
+                                    write_markdown=write_markdown)
     if ARGS.out:
-        os.makedirs(ARGS.out, exist_ok=True)
-        paths.append(os.path.join(ARGS.out, 'placement.json'))
-    for path in paths:
-        with open(path, 'w') as handle:
-            json.dump(RESULTS, handle, indent=2, sort_keys=True)
-            handle.write('\n')
-    if ARGS.out:
-        write_markdown(os.path.join(ARGS.out, 'placement.md'), RESULTS)
-        print('wrote %s' % ', '.join(paths + [
-            os.path.join(ARGS.out, 'placement.md')]))
+        print('wrote %s' % ', '.join(paths))
     return 0
 
 

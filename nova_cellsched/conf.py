@@ -135,7 +135,8 @@ new cell); this age limit catches the rest, such as a cell renamed with
 ``nova-manage cell_v2 update_cell`` and no SIGHUP sent. Which cells are
 disabled for new servers follows nova-scheduler's own view, read at
 start and on SIGHUP, not this age. One small query per period per
-scheduler worker. Takes effect at the next request.
+scheduler worker. This option is mutable: a SIGHUP to nova-scheduler
+applies a new value.
 
 Possible values:
 

@@ -188,6 +188,17 @@ def free_port() -> int:
 
 # The authentication stand-in, loaded by nova-api from the paste file.
 
+#: Set by :class:`UwsgiNovaApi` in its nova-api's environment to the
+#: directory of the paste file it wrote; :func:`noauth_filter_factory`
+#: loads nowhere else.
+DEMO_PASTE_DIR_ENV = 'NOVA_CELLSCHED_DEMO_PASTE_DIR'
+
+
+class DemoOnlyFilter(Exception):
+    """The demo's noauth filter was named by a paste file not the demo's.
+    """
+
+
 def noauth_filter_factory(global_conf: Any, **local_conf: Any) -> Any:
     """paste filter: nova's removed noauth2, before ``keystonecontext``.
 
@@ -197,7 +208,26 @@ def noauth_filter_factory(global_conf: Any, **local_conf: Any) -> Any:
     ``user:project:member,reader`` gives those roles instead (a project
     member). **For demos and tests only**: anyone who can reach the port
     is an admin.
+
+    So it loads only in the demo's own nova-api: the paste file naming it
+    must be in the directory that :data:`DEMO_PASTE_DIR_ENV` names in the
+    process's environment, which only :class:`UwsgiNovaApi` sets (to its
+    temp dir, where it writes the paste file).
+
+    :raises DemoOnlyFilter: anywhere else (a real nova-api's pipeline),
+        so that nova-api does not start; one line saying why.
     """
+    here = global_conf.get('here')
+    demo_dir = os.environ.get(DEMO_PASTE_DIR_ENV)
+    if not (here and demo_dir and
+            os.path.realpath(here) == os.path.realpath(demo_dir)):
+        raise DemoOnlyFilter(
+            '%s:noauth_filter_factory makes anyone who reaches nova-api an '
+            'admin and loads only in the demo (expected %s to name the '
+            'directory of the paste file, %s; got %s): use keystone\'s '
+            'authtoken in a real pipeline'
+            % (__name__, DEMO_PASTE_DIR_ENV, here or 'unknown',
+               repr(demo_dir) if demo_dir else 'it unset'))
     def filter_(app: Any) -> Any:
         def noauth(environ: dict[str, Any], start_response: Any) -> Any:
             token = environ.get('HTTP_X_AUTH_TOKEN') or TOKEN
@@ -564,6 +594,9 @@ class UwsgiNovaApi:
         (:func:`die_with_parent`; call this from the main thread).
         """
         env = dict(os.environ)
+        # The demo's paste file is in its temp dir: the noauth stand-in
+        # loads there only.
+        env[DEMO_PASTE_DIR_ENV] = self._temp_dir()
         # This package (a checkout, or site-packages) before the venv's.
         env['PYTHONPATH'] = os.pathsep.join(
             p for p in [PACKAGE_ROOT, env.get('PYTHONPATH', '')] if p)

@@ -16,7 +16,7 @@ The flow, one module a step: :mod:`.lister` selects the cells and drives
 the rounds; :mod:`.query` (nova adapter) builds one cell's SQL on nova's
 table models; :mod:`nova_cellsched.gather` runs the cells in parallel
 under per-cell deadlines; :mod:`.sorting` merges the sorted runs;
-:mod:`.views` builds the records and :mod:`.codec` encodes them;
+:mod:`.record_fields` builds the records and :mod:`.codec` encodes them;
 :mod:`.timing` and :mod:`.profiling` say where the time went.
 
 The public names below are loaded on first use, so importing a light
@@ -37,8 +37,8 @@ _PUBLIC = {
     'select_cells': 'lister',
     'FILTERS': 'lister',
     'ALLOWED_SORT_KEYS': 'lister',
-    'BASE_FIELDS': 'views',
-    'DETAIL_FIELDS': 'views',
+    'BASE_FIELDS': 'record_fields',
+    'DETAIL_FIELDS': 'record_fields',
 }
 
 __all__ = sorted(_PUBLIC)

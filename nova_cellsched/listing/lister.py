@@ -59,10 +59,10 @@ from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched.listing import profiling
 from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 from nova_cellsched.listing import timing
-from nova_cellsched.listing import views
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
@@ -72,10 +72,10 @@ conf_mod.register_opts(CONF)
 ALLOWED_SORT_KEYS = sorting.API_SORT_KEYS
 
 #: Fields every record has.
-BASE_FIELDS = views.BASE_FIELDS
+BASE_FIELDS = record_fields.BASE_FIELDS
 #: The fields of ``nova-cellsched list --long`` (what nova's detail view
 #: shows an operator).
-DETAIL_FIELDS = views.DETAIL_FIELDS
+DETAIL_FIELDS = record_fields.DETAIL_FIELDS
 
 
 def check_text(value: Any) -> str:
@@ -306,8 +306,8 @@ class _Listing:
         # worker included.
         self.deadline = gather.Deadline(cell_timeout)
         self.trace_info = trace_info
-        self.columns = views.instance_columns(fields, spec.keys)
-        kinds = views.joined_kinds(fields)
+        self.columns = record_fields.instance_columns(fields, spec.keys)
+        kinds = record_fields.joined_kinds(fields)
         self.query = instance_query.BatchQuery(self.columns, filters, spec,
                                                joined=kinds)
         self.uuid_at = self.columns.index('uuid')
@@ -545,7 +545,7 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
                     argument, text, 'a name or uuid (%s)' % exc) from exc
     spec = sorting.SortSpec.build(sort_keys, sort_dirs,
                                   allowed=ALLOWED_SORT_KEYS)
-    wanted_fields = views.check_fields(fields)
+    wanted_fields = record_fields.check_fields(fields)
     norm_filters = normalize_filters(filters)
     if not context.is_admin:
         # As nova's DB API: a user sees only their own project.
@@ -632,7 +632,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     state.failures.update(page.failures)
     with recorder.span('view', rows=len(page.picked)):
         names = {c.uuid: c.name for c in cells}
-        return views.build_records(
+        return record_fields.build_records(
             [(cell_uuid, row) for _key, cell_uuid, row in page.picked],
             state.columns, state.fields, names, state.joined_at)
 

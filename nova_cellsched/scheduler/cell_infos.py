@@ -20,9 +20,15 @@ from nova_cellsched.scheduler.policy import CellInfo
 
 
 def to_cell_info(cell_mapping: Any) -> CellInfo:
-    """Convert a nova ``CellMapping`` to a :class:`CellInfo`."""
+    """Convert a nova ``CellMapping`` to a :class:`CellInfo`.
+
+    The mapping itself is kept as :attr:`CellInfo.source`, so that the
+    pre-filter can name the cell to nova's HostManager without reading
+    it back from the API database.
+    """
     return CellInfo(uuid=cell_mapping.uuid, name=cell_mapping.name or None,
-                    disabled=bool(cell_mapping.disabled))
+                    disabled=bool(cell_mapping.disabled),
+                    source=cell_mapping)
 
 
 def load_cell_infos(context: Any = None) -> list[CellInfo]:

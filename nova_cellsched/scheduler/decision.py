@@ -21,6 +21,12 @@ and typed without nova.
 lets through; :func:`placement_scope` is what
 :func:`~.request_filter.require_cell_aggregates` asks of placement for
 the same request.
+
+Each answer is decided with one :class:`~.policy_cache.Snapshot` of the
+policy cache, taken once per request (and replaced as a whole when the
+cell mappings are read again for that request): a SIGHUP during the
+request gives it the old configuration or the new one, never a part of
+each.
 """
 
 from collections.abc import Iterable
@@ -50,8 +56,28 @@ def pinned_cell(spec_obj: Any) -> str | None:
     return str(dest.cell.uuid)
 
 
-def target_of(spec_obj: Any) -> str | None:
-    """How the request names its compute host or node; None if it does not.
+@dataclasses.dataclass(frozen=True)
+class NamedDestination:
+    """The compute host or node a request names, and how.
+
+    :ivar forced: True for ``force_hosts``/``force_nodes`` (an admin's
+        ``availability_zone='zone:host[:node]'``), False for
+        ``requested_destination``.
+    :ivar field: ``'host'`` or ``'node'``.
+    :ivar value: the name(s), comma separated for several forced ones.
+    """
+
+    forced: bool
+    field: str
+    value: str
+
+    def __str__(self) -> str:
+        return '%s %s %s' % ('forced' if self.forced else 'requested',
+                             self.field, self.value)
+
+
+def named_destination(spec_obj: Any) -> NamedDestination | None:
+    """The compute host or node the request names; None if it names none.
 
     * ``force_hosts``/``force_nodes``: an admin's boot to
       ``availability_zone='zone:host[:node]'``. nova's HostManager skips
@@ -63,12 +89,12 @@ def target_of(spec_obj: Any) -> str | None:
     Either way nova asks placement for that node only (``in_tree``), or,
     when a host has several nodes, without ``max_placement_results``
     (``nova.scheduler.utils.resources_from_request_spec``): no host can
-    be cut by the limit.
+    be cut by the limit. ``str()`` of the answer says which, for logs.
     """
     for field, what in (('force_hosts', 'host'), ('force_nodes', 'node')):
         forced = getattr(spec_obj, field) if field in spec_obj else None
         if forced:
-            return 'forced %s %s' % (what, ','.join(forced))
+            return NamedDestination(True, what, ','.join(forced))
     if 'requested_destination' not in spec_obj:
         return None
     dest = spec_obj.requested_destination
@@ -77,7 +103,7 @@ def target_of(spec_obj: Any) -> str | None:
     for field in ('host', 'node'):
         value = getattr(dest, field) if field in dest else None
         if value:
-            return 'requested %s %s' % (field, value)
+            return NamedDestination(False, field, str(value))
     return None
 
 
@@ -94,16 +120,24 @@ def allowed_cells(cache: policy_cache.PolicyCache, spec_obj: Any,
     :param seen_cells: cell uuids of candidate hosts; one the cache does
         not know (a new cell) makes it reload the cell mappings first.
     """
-    policy = cache.current()
+    snapshot = cache.snapshot()
+    if not snapshot.policy.restricted or pinned_cell(spec_obj) is not None:
+        return _allowed_cells(snapshot.policy, spec_obj)
+    if any(uuid not in snapshot.policy.cells for uuid in seen_cells):
+        # A cell created since the cache was filled; maybe one the
+        # options name.
+        snapshot = cache.refresh_cells()
+    return _allowed_cells(snapshot.policy, spec_obj)
+
+
+def _allowed_cells(policy: policy_mod.Policy,
+                   spec_obj: Any) -> frozenset[str] | None:
+    """:func:`allowed_cells` by *policy* alone."""
     if not policy.restricted:
         return None
     cell = pinned_cell(spec_obj)
     if cell is not None:
         return frozenset([cell])
-    if any(uuid not in policy.cells for uuid in seen_cells):
-        # A cell created since the cache was filled; maybe one the
-        # options name.
-        policy = cache.refresh_cells()
     return policy.allowed_cells(spec_obj.project_id)
 
 
@@ -143,8 +177,13 @@ class PlacementScope:
         (the request fails before placement is asked).
     :ivar forbidden: ``member_of=!in:<uuids>``: nodes in these cell
         aggregates are left out; a node in no cell aggregate stays in.
+    :ivar decided_with: the policy cache's state this scope was decided
+        with, for the caller's other reads of the same request (the
+        mapping, the scheduling cells); not part of the scope's value.
     """
 
+    decided_with: policy_cache.Snapshot = dataclasses.field(
+        compare=False, repr=False)
     required: frozenset[str] | None = None
     forbidden: frozenset[str] = frozenset()
 
@@ -182,27 +221,33 @@ def placement_scope(cache: policy_cache.PolicyCache, spec_obj: Any,
     :param form: ``[cellsched] placement_prefilter_form``, see
         :func:`forbidden_form`.
     """
-    if target_of(spec_obj) is not None:
+    if named_destination(spec_obj) is not None:
         return None
-    policy = cache.current()
+    scope = _placement_scope(cache.snapshot(), spec_obj, form)
+    if scope is not None and scope.required == frozenset():
+        # Maybe a cell created since the cells were read: look once more
+        # before failing the request, and decide with what was read.
+        scope = _placement_scope(cache.refresh_cells(), spec_obj, form)
+    return scope
+
+
+def _placement_scope(snapshot: policy_cache.Snapshot, spec_obj: Any,
+                     form: str) -> PlacementScope | None:
+    """:func:`placement_scope` by *snapshot* alone, no cell load."""
+    policy = snapshot.policy
     if not policy.restricted:
         return None
     cell = pinned_cell(spec_obj)
     if cell is not None:
         others = frozenset(policy.cells) - {cell, policy_mod.CELL0_UUID}
-        return PlacementScope(forbidden=others) if others else None
-    allowed = allowed_cells(cache, spec_obj)
-    if allowed is not None and not allowed:
-        # Maybe a cell created since the cells were read: look once more
-        # before failing the request.
-        cache.refresh_cells()
-        allowed = allowed_cells(cache, spec_obj)
+        return PlacementScope(snapshot, forbidden=others) if others else None
+    allowed = policy.allowed_cells(spec_obj.project_id)
     if allowed is None:
         return None
     project = spec_obj.project_id if 'project_id' in spec_obj else None
-    policy = cache.current()
     if allowed and (project is None or not policy.is_dedicated(project)):
         others = frozenset(policy.cells) - allowed - {policy_mod.CELL0_UUID}
         if forbidden_form(form, allowed, others):
-            return PlacementScope(forbidden=others) if others else None
-    return PlacementScope(required=allowed)
+            return (PlacementScope(snapshot, forbidden=others) if others
+                    else None)
+    return PlacementScope(snapshot, required=allowed)

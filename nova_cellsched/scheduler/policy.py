@@ -34,11 +34,20 @@ CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
 @dataclasses.dataclass(frozen=True)
 class CellInfo:
-    """What the policy needs to know of one nova cell mapping."""
+    """What the policy needs to know of one nova cell mapping.
+
+    :ivar source: the object this was read from (nova's ``CellMapping``,
+        from :func:`.cell_infos.load_cell_infos`), kept for the nova
+        adapters (the pre-filter names it to nova's HostManager); None
+        when made otherwise. Never read by the policy, not part of the
+        value (equality, hash).
+    """
 
     uuid: str
     name: str | None = None
     disabled: bool = False
+    source: object | None = dataclasses.field(
+        default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:

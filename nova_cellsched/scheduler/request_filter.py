@@ -39,6 +39,7 @@ from oslo_log import log as logging
 from nova_cellsched import conf
 from nova_cellsched import exception
 from nova_cellsched.scheduler import decision
+from nova_cellsched.scheduler import policy_cache
 from nova_cellsched.scheduler import state
 
 LOG = logging.getLogger(__name__)
@@ -77,24 +78,26 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
         return False
     if scheduler_utils.request_is_rebuild(request_spec):
         return False
-    target = decision.target_of(request_spec)
+    target = decision.named_destination(request_spec)
     if target is not None:
         LOG.debug('require_cell_aggregates request filter skipped: the '
                   'request names its destination (%s)', target)
         return False
-    cache = state.get().cache
     scope = decision.placement_scope(
-        cache, request_spec, CONF[conf.GROUP_NAME].placement_prefilter_form)
+        state.get().cache, request_spec,
+        CONF[conf.GROUP_NAME].placement_prefilter_form)
     if scope is None:
         return False
+    # Every other read of this request from the state it was decided with.
+    snapshot = scope.decided_with
     if scope.required is not None and not scope.required:
         LOG.warning('Project %(project)s may use no cell (see [cellsched] '
                     'cells_default=%(default)r and cells_projects='
                     '%(projects)r, and "nova-cellsched explain --project '
                     '%(project)s"): NoValidHost before asking placement',
                     {'project': request_spec.project_id,
-                     'default': cache.mapping.render_default(),
-                     'projects': cache.mapping.render_projects()})
+                     'default': snapshot.mapping.render_default(),
+                     'projects': snapshot.mapping.render_projects()})
         raise nova_exception.RequestFilterFailed(
             reason='project %s may use no cell' % request_spec.project_id)
     if ('requested_destination' not in request_spec or
@@ -108,8 +111,7 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
                   '%s for project %r', ','.join(uuids),
                   request_spec.project_id)
         if len(uuids) == 1:
-            _host_states_of_one_cell(ctxt, dest, uuids[0],
-                                     cache.scheduling_cells)
+            _host_states_of_one_cell(dest, uuids[0], snapshot)
     if scope.forbidden:
         dest.append_forbidden_aggregates(set(scope.forbidden))
         uuids = sorted(scope.forbidden)
@@ -121,9 +123,8 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     return True
 
 
-def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str,
-                             scheduling_cells: frozenset[str] | None
-                             ) -> bool:
+def _host_states_of_one_cell(dest: Any, cell_uuid: str,
+                             snapshot: policy_cache.Snapshot) -> bool:
     """Let nova's HostManager read only the hosts of the one allowed cell.
 
     Whatever placement returns, nova's ``HostManager`` reads the
@@ -142,33 +143,43 @@ def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str,
 
     A named cell is read even if it is disabled (nova honours the
     conductor's pinned cell of a move that way), so only a cell nova
-    schedules new servers to is named: one of *scheduling_cells* (the
-    enabled cells as nova's HostManager read them, at start or on the
-    last SIGHUP) and not disabled in its cell mapping now. Otherwise the
-    request is left to nova's HostManager, which reads its enabled cells
-    as without the pre-filter: a project whose one cell is disabled gets
+    schedules new servers to is named: one of the snapshot's
+    ``scheduling_cells`` (the enabled cells as nova's HostManager read
+    them, at start or on the last SIGHUP) and not disabled in its cell
+    mapping as the policy cache last read it (at start, on SIGHUP, after
+    ``[cellsched] cell_cache_ttl``, for a new cell). Otherwise the request
+    is left to nova's HostManager, which reads its enabled cells as
+    without the pre-filter: a project whose one cell is disabled gets
     NoValidHost, and a cell disabled without a SIGHUP yet is used as nova
     itself still uses it.
 
-    :param scheduling_cells: :attr:`.PolicyCache.scheduling_cells`; None
-        names no cell.
+    The cell mapping named is the one the policy cache read, not read
+    back from the API database per request: a cell disabled since that
+    read may still be named until the next read, which changes nothing,
+    since nova's HostManager keeps scheduling to it until its SIGHUP
+    (``tests/functional/test_disabled_cell.py``).
+
+    :param snapshot: the policy cache's state the request was decided
+        with; no cell is named before a reset read the cells.
     :returns: True when the cell was named.
     """
     if ('cell' in dest and dest.cell is not None) or (
             'allow_cross_cell_move' in dest and dest.allow_cross_cell_move):
         return False
+    scheduling_cells = snapshot.scheduling_cells
     if scheduling_cells is None or cell_uuid not in scheduling_cells:
         LOG.debug('require_cell_aggregates: nova-scheduler did not see '
                   'cell %s enabled at start or on its last SIGHUP, host '
                   'states are read from its enabled cells', cell_uuid)
         return False
-    try:
-        cell = objects.CellMapping.get_by_uuid(ctxt, cell_uuid)
-    except nova_exception.CellMappingNotFound:
-        # Deleted since the policy read the cells: placement finds
-        # nothing in its aggregate; the request fails as it would.
-        LOG.debug('require_cell_aggregates: cell %s has no cell mapping, '
-                  'host states are read from every cell', cell_uuid)
+    cell = snapshot.cell(cell_uuid)
+    if cell is None or cell.source is None:
+        # Gone from the last read of the cells (deleted since the
+        # reset), or cells not read from nova's API database (a test's
+        # own list): nothing to name.
+        LOG.debug('require_cell_aggregates: no cell mapping of cell %s in '
+                  'the last read of the cells, host states are read from '
+                  'the enabled cells of nova-scheduler', cell_uuid)
         return False
     if cell.disabled:
         # Disabled since the last SIGHUP: nova-scheduler still schedules
@@ -177,7 +188,7 @@ def _host_states_of_one_cell(ctxt: Any, dest: Any, cell_uuid: str,
                   'states are read from the enabled cells of '
                   'nova-scheduler', cell_uuid)
         return False
-    dest.cell = cell
+    dest.cell = cell.source
     dest.allow_cross_cell_move = False
     LOG.debug('require_cell_aggregates: host states read from cell %s '
               'only', cell_uuid)

@@ -28,8 +28,10 @@ Nothing else in nova-scheduler reads them either, so oslo.config (which
 clears its value cache *before* it parses the files, not after) has no
 stale value of them cached when the hook reads them.
 
-``placement_prefilter`` and ``cell_cache_ttl`` are single values, read on
-every request like nova's own mutable options.
+``cell_cache_ttl`` is read at the same two moments and given to the
+cache with the pair: the cache never reads an option itself.
+``placement_prefilter`` and ``placement_prefilter_form`` are single
+values, read on every request like nova's own mutable options.
 
 The cell mappings are read again by every SIGHUP too (:func:`reload_hook`
 calls :meth:`.PolicyCache.reset`), whether or not an option changed, and
@@ -83,6 +85,11 @@ def read_options(conf_obj: Any) -> policy_cache.RawOptions:
     return tuple(values[0]), values[1]
 
 
+def _cell_cache_ttl(conf_obj: Any) -> float:
+    """``[cellsched] cell_cache_ttl`` as *conf_obj* has it now."""
+    return float(conf_obj[conf.GROUP_NAME].cell_cache_ttl)
+
+
 class SharedPolicy:
     """The pair of mapping options in force and the policy cache on it.
 
@@ -98,19 +105,16 @@ class SharedPolicy:
                  load_cells: Callable[[], Sequence[policy_mod.CellInfo]]
                  | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self._conf = conf_obj
-        self._options = read_options(conf_obj)
         self.cache = policy_cache.PolicyCache(
-            self._installed_options,
+            read_options(conf_obj),
             load_cells or cell_infos.load_cell_infos, clock=clock,
-            max_age=lambda: self._conf[conf.GROUP_NAME].cell_cache_ttl)
-
-    def _installed_options(self) -> policy_cache.RawOptions:
-        return self._options
+            max_age=_cell_cache_ttl(conf_obj))
 
     def reload(self, conf_obj: Any) -> None:
         """Install the options *conf_obj* has now, and rebuild the policy.
 
+        Pushes the pair and ``[cellsched] cell_cache_ttl`` to the cache
+        (:meth:`.PolicyCache.reset`), which never reads an option itself.
         Also reads the cell mappings again, whether or not the options
         changed (:meth:`.PolicyCache.reset`): on SIGHUP nova-scheduler
         refreshes its own cell caches (``HostManager.refresh_cells_caches``)
@@ -123,18 +127,18 @@ class SharedPolicy:
         cells are read again all the same). Never raises for the options
         (oslo.config's other hooks run too).
         """
+        raw: policy_cache.RawOptions | None
         try:
             raw = read_options(conf_obj)
         except InvalidCellsMapping as exc:
             LOG.error('Ignoring the new [cellsched] options, the last '
                       'good mapping stays in force: %s', exc)
-        else:
-            # One assignment: requests see the old pair or this one.
-            self._options = raw
+            raw = None
         # Parse and resolve now, in the hook, not in the next request;
         # and read the cell mappings again whatever the options, as
         # nova-scheduler's SIGHUP handler does for its own cell caches.
-        self.cache.reset()
+        # One state swap: requests see the old policy or the new one.
+        self.cache.reset(raw, max_age=_cell_cache_ttl(conf_obj))
 
 
 _lock = threading.Lock()

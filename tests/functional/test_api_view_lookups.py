@@ -38,29 +38,13 @@ import sqlalchemy as sa
 from nova_cellsched.api import view
 from nova_cellsched.demo import seed
 from tests.functional import db as db_fixtures
+from tests.request_specs import stored_request_spec as _spec
 
 
 def _volumes(bdms: dict[str, Any]) -> dict[str, list[tuple[Any, Any]]]:
     """What ``_add_volumes_attachments`` reads, per server, in order."""
     return {uuid: [(b.get('volume_id'), b['delete_on_termination'])
                    for b in found] for uuid, found in bdms.items()}
-
-
-def _spec(uuid: str, **fields: Any) -> Any:
-    """A RequestSpec as nova-api stores it at boot."""
-    values = dict(
-        instance_uuid=uuid, project_id='p', user_id='u',
-        availability_zone='az1', num_instances=1, is_bfv=False,
-        scheduler_hints={},
-        flavor=objects.Flavor(flavorid='1', name='m1.small',
-                              memory_mb=2048, vcpus=1, root_gb=20,
-                              ephemeral_gb=0, swap=0, extra_specs={}),
-        image=objects.ImageMeta.from_dict({'properties': {}}),
-        ignore_hosts=None, force_hosts=None, force_nodes=None,
-        pci_requests=objects.InstancePCIRequests(requests=[]),
-        security_groups=objects.SecurityGroupList(objects=[]))
-    values.update(fields)
-    return objects.RequestSpec(**values)
 
 
 class ViewLookupsTestMixin:

@@ -36,6 +36,7 @@ import threading
 import time
 
 import fixtures
+from paste import deploy
 import testtools
 import testtools.content
 
@@ -273,3 +274,68 @@ class DemoApiTest(testtools.TestCase):
         """A segmentation fault of the demo's interpreter, say."""
         demo, uwsgi = self.start()
         self.assertNoUwsgiAfterDeath(demo, uwsgi, signal.SIGSEGV)
+
+
+def identity_app_factory(global_conf, **local_conf):
+    """paste app: answers with the identity headers it was given (JSON)."""
+    def app(environ, start_response):
+        body = json.dumps({k: v for k, v in environ.items()
+                           if k.startswith('HTTP_X_')}).encode()
+        start_response('200 OK', [('Content-Type', 'application/json')])
+        return [body]
+    return app
+
+
+class NoauthOnlyInTheDemoTest(testtools.TestCase):
+    """The demo's admin-for-anyone filter refuses a pipeline not the demo's.
+
+    A paste file naming ``nova_cellsched.demo.api:noauth_filter_factory``
+    as an operator could name it in a real nova-api's pipeline, loaded by
+    paste.deploy as nova-api loads its pipelines.
+    """
+
+    PASTE = ('[pipeline:main]\n'
+             'pipeline = noauth identity\n'
+             '[filter:noauth]\n'
+             'paste.filter_factory = '
+             'nova_cellsched.demo.api:noauth_filter_factory\n'
+             '[app:identity]\n'
+             'paste.app_factory = %s:identity_app_factory\n' % __name__)
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.paste = os.path.join(self.dir, 'api-paste.ini')
+        with open(self.paste, 'w') as handle:
+            handle.write(self.PASTE)
+
+    def _load(self, env_value):
+        self.useFixture(fixtures.EnvironmentVariable(
+            demo_api.DEMO_PASTE_DIR_ENV, env_value))
+        return deploy.loadapp('config:' + self.paste)
+
+    def test_outside_the_demo_the_pipeline_does_not_load(self):
+        exc = self.assertRaises(demo_api.DemoOnlyFilter, self._load, None)
+        message = str(exc)
+        self.assertNotIn('\n', message)
+        self.assertIn('makes anyone who reaches nova-api an admin and '
+                      'loads only in the demo', message)
+        self.assertIn('got it unset', message)
+        self.assertIn("use keystone's authtoken", message)
+
+    def test_another_directory_named_does_not_load(self):
+        other = self.useFixture(fixtures.TempDir()).path
+        exc = self.assertRaises(demo_api.DemoOnlyFilter, self._load, other)
+        self.assertIn(repr(other), str(exc))
+
+    def test_in_the_demo_directory_it_loads_and_makes_an_admin(self):
+        app = self._load(self.dir)
+        answers = []
+        body = b''.join(app({'REQUEST_METHOD': 'GET', 'PATH_INFO': '/',
+                             'HTTP_X_AUTH_TOKEN': 'u1:p1'},
+                            lambda status, headers: answers.append(status)))
+        self.assertEqual(['200 OK'], answers)
+        identity = json.loads(body)
+        self.assertEqual('u1', identity['HTTP_X_USER_ID'])
+        self.assertEqual('p1', identity['HTTP_X_PROJECT_ID'])
+        self.assertEqual('admin,member,reader', identity['HTTP_X_ROLES'])

@@ -29,7 +29,6 @@ import time
 
 import fixtures
 import nova.conf
-from nova import objects
 from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel as uuids
 
@@ -39,6 +38,7 @@ from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import state
 from tests.functional import mariadb_server as mdb
+from tests import request_specs
 from tests import scheduler_state
 
 CONF = nova.conf.CONF
@@ -179,8 +179,8 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
         filt = filters.ProjectCellFilter()
 
         def cells_passed(project, candidates=hosts):
-            spec = objects.RequestSpec(project_id=project,
-                                       instance_uuid=uuids.instance)
+            spec = request_specs.request_spec(
+                project, instance_uuid=uuids.instance)
             by_uuid = {u: n for n, u in cell_uuid.items()}
             return {by_uuid.get(h.cell_uuid, h.cell_uuid)
                     for h in filt.filter_all(list(candidates), spec)}

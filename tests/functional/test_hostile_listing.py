@@ -44,8 +44,8 @@ from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import listing
 from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import sorting
-from nova_cellsched.listing import views
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -188,7 +188,7 @@ class HostileListingTest(mdb.ServersTestCase):
         self.assertTrue(result.complete, (kwargs, [
             f.describe() for f in result.failures]))
         for record in result.instances:
-            self.assertFalse(views.SECRET_COLUMNS & set(record))
+            self.assertFalse(record_fields.SECRET_COLUMNS & set(record))
         return result
 
     # The library
@@ -225,9 +225,9 @@ class HostileListingTest(mdb.ServersTestCase):
                 ['cell0', 'cell1', 'cell2']), HOSTILE), min_size=1,
                 max_size=3))
         fields = pick('fields', st.one_of(st.none(), st.lists(
-            st.sampled_from(sorted(views.ALL_FIELDS)), max_size=5)),
+            st.sampled_from(sorted(record_fields.ALL_FIELDS)), max_size=5)),
             st.lists(st.one_of(st.sampled_from(
-                sorted(views.ALL_FIELDS) + ['user_data', 'key_data']),
+                sorted(record_fields.ALL_FIELDS) + ['user_data', 'key_data']),
                 HOSTILE), min_size=1, max_size=5))
         result = self.answer_or_reject(
             sort_keys=keys, sort_dirs=dirs, filters=filters, limit=limit,

@@ -49,6 +49,7 @@ from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping
 from nova_cellsched.scheduler import policy as policy_mod
+from tests import request_specs
 from tests import scheduler_state
 
 CONF = nova.conf.CONF
@@ -403,12 +404,9 @@ class IsolationPropertyTest(base.BaseTestCase):
                                      {'cell_uuid': cell.uuid})
                  for i, cell in enumerate(cells) for k in range(2)]
         hosts.append(fakes.FakeHostState('x', 'n', {'cell_uuid': outsider}))
-        spec = objects.RequestSpec(project_id=request,
-                                   instance_uuid=str(uuid_lib.uuid4()))
-        if move != 'new':
-            spec.requested_destination = objects.Destination(
-                cell=objects.CellMapping(uuid=pinned.uuid),
-                allow_cross_cell_move=(move == 'cross'))
+        spec = request_specs.request_spec(
+            request, move=None if move == 'new' else move,
+            cell=pinned.uuid if pinned else None)
 
         passed = {h.cell_uuid for h in filt.filter_all(list(hosts), spec)}
 

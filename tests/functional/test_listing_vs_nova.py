@@ -40,7 +40,7 @@ import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched.listing import views
+from nova_cellsched.listing import record_fields
 from tests.functional import db
 
 # Sort keys whose values are never NULL in the seeded cells, so nova's own
@@ -306,7 +306,7 @@ class DeletedServersMatchNovaObjectsMixin:
                 'vm_state': inst.vm_state,
                 'flavor_name': flavor.name if flavor else None,
                 'flavor': ({k: getattr(flavor, k)
-                            for k in views.FLAVOR_SUMMARY}
+                            for k in record_fields.FLAVOR_SUMMARY}
                            if flavor else None),
                 'addresses': _address_set(view.index(
                     None, networks, extend_address=True)['addresses']),

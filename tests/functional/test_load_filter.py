@@ -41,6 +41,7 @@ from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler import policy as policy_mod
+from tests import request_specs
 from tests import scheduler_state
 
 CELLS = 20
@@ -168,9 +169,8 @@ class FilterReloadLoadTest(base.BaseTestCase):
             start_line.wait()
             for n in range(DECISIONS // DECIDERS):
                 project = projects[(index + n) % len(projects)]
-                spec = objects.RequestSpec(
-                    project_id=project,
-                    instance_uuid=str(uuid_lib.UUID(int=n)))
+                spec = request_specs.request_spec(
+                    project, instance_uuid=str(uuid_lib.UUID(int=n)))
                 low = state['committed']
                 try:
                     passed = filt.filter_all(iter(self.hosts), spec)
@@ -262,36 +262,39 @@ class FilterReloadLoadTest(base.BaseTestCase):
     def test_slow_reader_does_not_roll_back_the_policy(self):
         """Was a bug: a request that read older options rolls back the cache.
 
-        PolicyCache.current() reads the options outside the lock and
-        _reparse() installs whatever that request read, even when another
+        PolicyCache.current() read the options outside the lock and
+        _reparse() installed whatever that request read, even when another
         request installed newer options meanwhile. Under load (4 threads,
-        100 reloads) this logs "[cellsched] options changed" back to an
-        old value and reloads the cells from the API database again, dozens
-        of times; the newest options come back only with the next request.
+        100 reloads) this logged "[cellsched] options changed" back to an
+        old value and reloaded the cells from the API database again,
+        dozens of times. Requests no longer read the options: only the
+        SIGHUP hook gives them to the cache (PolicyCache.reset). Here a
+        request is loading the cells with version 1 in force when a
+        SIGHUP pushes version 2: the request's load does not undo it.
         """
         from nova_cellsched.scheduler import policy_cache
-        values = {'now': self.versions[0][:2]}
-        cache = None
 
         def to_raw(v):
             return (tuple(self.versions[v][0].split(',')),
                     self.versions[v][1])
 
-        calls = {'n': 0}
+        sighups = []
 
-        def read_options():
-            calls['n'] += 1
-            if calls['n'] == 2:
-                # This request reads version 1; before it goes on, the
-                # options become version 2 and another request sees them.
-                raw = to_raw(1)
-                values['now'] = to_raw(2)
-                cache.current()
-                return raw
-            return values['now'] if calls['n'] > 2 else to_raw(0)
+        def load_cells():
+            if not sighups:
+                # The first load, a request's: a SIGHUP comes meanwhile
+                # (it waits for the request's load to end).
+                sighup = threading.Thread(
+                    target=cache.reset, args=(to_raw(2),))
+                sighups.append(sighup)
+                sighup.start()
+            return list(self.cells)
 
-        cache = policy_cache.PolicyCache(read_options,
-                                         lambda: list(self.cells))
+        cache = policy_cache.PolicyCache(to_raw(1), load_cells)
+        cache.current()
+        sighups[0].join(60)
+        self.assertFalse(sighups[0].is_alive(), 'deadlock')
+        self.assertEqual(mapping_mod.parse(*to_raw(2)), cache.mapping)
         cache.current()
         self.assertEqual(mapping_mod.parse(*to_raw(2)), cache.mapping)
 

@@ -51,29 +51,6 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         return periodic_sync.PeriodicSync(
             periodic_sync.CONF, placement=lambda: placement, **kwargs)
 
-    def _watched(self, **kwargs):
-        watched = prefilter.WatchedClient(self.placement_api.client,
-                                          **kwargs)
-        return watched, aggregate_sync.Placement(watched)
-
-    def _put(self, host, aggs):
-        uuid = self._node_uuid(host)
-        present, generation = self.placement_api.aggregates_of(uuid)
-        self.assertTrue(self.placement_api.set_aggregates(
-            uuid, aggs(present), generation))
-
-    def _out_of_sync(self):
-        """Synced, then small1 out of cell2's aggregate (an add) and c3b
-        deleted but in cell3's (a removal).
-        """
-        self._sync()
-        self._put('small1', lambda p: p - {self.cell_uuids['cell2']})
-        ctxt = nova_context.get_admin_context()
-        with nova_context.target_cell(ctxt,
-                                      self.cell_mappings['cell3']) as cctxt:
-            objects.ComputeNode.get_by_uuid(
-                cctxt, self._node_uuid('c3b')).destroy()
-
     def _assert_converged(self):
         self.assertEqual({'big1', 'big2', 'big3'}, self._members('cell1'))
         self.assertEqual({'small1', 'small2'}, self._members('cell2'))

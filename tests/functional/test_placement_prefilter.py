@@ -116,6 +116,35 @@ class PrefilterTestBase(base.MultiCellTestBase):
     def _host_of_node(self, uuid):
         return next(h for h, u in self.node_uuids.items() if u == uuid)
 
+    # -- drift: nodes out of their cell aggregate ---------------------------
+
+    def _put(self, host, aggs):
+        """Set *host*'s node aggregates to ``aggs(present aggregates)``."""
+        uuid = self._node_uuid(host)
+        present, generation = self.placement_api.aggregates_of(uuid)
+        self.assertTrue(self.placement_api.set_aggregates(
+            uuid, aggs(present), generation))
+
+    def _watched(self, **kwargs):
+        """A :class:`WatchedClient` on placement, and a Placement on it.
+
+        The client counts requests and may delay or fail them.
+        """
+        watched = WatchedClient(self.placement_api.client, **kwargs)
+        return watched, aggregate_sync.Placement(watched)
+
+    def _out_of_sync(self):
+        """Synced, then small1 missing from cell2's aggregate (an add) and
+        c3b deleted but in cell3's (a removal).
+        """
+        self._sync()
+        self._put('small1', lambda p: p - {self.cell_uuids['cell2']})
+        ctxt = nova_context.get_admin_context()
+        with nova_context.target_cell(ctxt,
+                                      self.cell_mappings['cell3']) as cctxt:
+            objects.ComputeNode.get_by_uuid(
+                cctxt, self._node_uuid('c3b')).destroy()
+
     def _required_aggregates_logged(self, *cell_names):
         """True when placement was asked for exactly these cells' hosts."""
         wanted = 'member_of=' + urllib.parse.quote('in:' + ','.join(
@@ -595,12 +624,6 @@ class SyncAggregatesTest(PrefilterTestBase):
                        if r.provider else '', r.action, r.result)
                       for r in rows)
 
-    def _put(self, host, aggs):
-        uuid = self._node_uuid(host)
-        present, generation = self.placement_api.aggregates_of(uuid)
-        self.assertTrue(self.placement_api.set_aggregates(
-            uuid, aggs(present), generation))
-
     def test_creates_then_nothing_to_do(self):
         """The first sync fills every cell aggregate; a second does nothing.
         """
@@ -685,10 +708,6 @@ class SyncAggregatesTest(PrefilterTestBase):
                           self.placement_api,
                           cells_mod.load_cell_mappings())))
 
-    def _watched(self, **kwargs):
-        watched = WatchedClient(self.placement_api.client, **kwargs)
-        return watched, aggregate_sync.Placement(watched)
-
     def test_never_more_requests_in_flight_than_workers(self):
         """Cells are read and providers written in parallel, bounded."""
         watched, placement = self._watched(hold=0.02)
@@ -718,18 +737,6 @@ class SyncAggregatesTest(PrefilterTestBase):
                    for name, uuid in self.cell_uuids.items()
                    if name != 'cell0'),
             sorted(watched.calls))
-
-    def _out_of_sync(self):
-        """small1 missing from cell2's aggregate (an add), c3b deleted
-        but in cell3's (a removal).
-        """
-        self._sync()
-        self._put('small1', lambda p: p - {self.cell_uuids['cell2']})
-        ctxt = nova_context.get_admin_context()
-        with nova_context.target_cell(ctxt,
-                                      self.cell_mappings['cell3']) as cctxt:
-            objects.ComputeNode.get_by_uuid(
-                cctxt, self._node_uuid('c3b')).destroy()
 
     def test_placement_5xx_while_reading_writes_nothing(self):
         """A member list answered 503: exit 3, no write at all."""

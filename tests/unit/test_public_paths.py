@@ -47,11 +47,11 @@ class TestPublicPaths(testtools.TestCase):
         """list_instances and the field sets stay at nova_cellsched.listing."""
         from nova_cellsched import listing
         from nova_cellsched.listing import lister
-        from nova_cellsched.listing import views
+        from nova_cellsched.listing import record_fields
         self.assertIs(lister.list_instances, listing.list_instances)
         self.assertIs(lister.admin_context, listing.admin_context)
-        self.assertIs(views.DETAIL_FIELDS, listing.DETAIL_FIELDS)
-        self.assertIs(views.BASE_FIELDS, listing.BASE_FIELDS)
+        self.assertIs(record_fields.DETAIL_FIELDS, listing.DETAIL_FIELDS)
+        self.assertIs(record_fields.BASE_FIELDS, listing.BASE_FIELDS)
         self.assertIn('uuid', listing.BASE_FIELDS)
 
     def test_listing_unknown_name_is_an_attribute_error(self):

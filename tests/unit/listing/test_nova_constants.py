@@ -27,8 +27,8 @@ from nova.api.openstack import common as api_common
 from nova.api.openstack.compute.schemas import servers as servers_schema
 from oslotest import base
 
+from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import sorting
-from nova_cellsched.listing import views
 
 
 class NovaConstantsTestCase(base.BaseTestCase):
@@ -41,7 +41,7 @@ class NovaConstantsTestCase(base.BaseTestCase):
 
     def test_state_map_is_nova_state_map(self):
         """STATE_MAP is nova's vm_state/task_state -> status map."""
-        self.assertEqual(api_common._STATE_MAP, views.STATE_MAP)
+        self.assertEqual(api_common._STATE_MAP, record_fields.STATE_MAP)
 
     def test_status_from_state_agrees_with_nova(self):
         """Every known pair, a default and an unknown state agree."""
@@ -51,7 +51,7 @@ class NovaConstantsTestCase(base.BaseTestCase):
         for vm_state, task_state in pairs:
             self.assertEqual(
                 api_common.status_from_state(vm_state, task_state),
-                views.status_from_state(vm_state, task_state),
+                record_fields.status_from_state(vm_state, task_state),
                 (vm_state, task_state))
 
     def test_listing_does_not_import_nova_api(self):

@@ -24,12 +24,14 @@ from nova.tests.unit.scheduler import fakes  # isort: skip
 
 import fixtures
 from nova import context as nova_context
+from nova.db.api import api as api_db
 from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import request_filter as nova_request_filter
 from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
+import sqlalchemy
 import testscenarios
 
 from nova_cellsched.exception import InvalidCellsMapping
@@ -38,6 +40,7 @@ from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import request_filter
 from nova_cellsched.scheduler import state
+from tests import request_specs
 from tests import scheduler_state
 
 # Keystone style project ids.
@@ -97,15 +100,10 @@ class FilterTestBase(test.TestCase):
                 for name in names for i in range(per_cell)]
 
     def _spec(self, project_id, dest=None, cell=None, rebuild=False):
-        spec = objects.RequestSpec(project_id=project_id,
-                                   instance_uuid=uuids.instance)
-        if dest is not None:
-            spec.requested_destination = objects.Destination(
-                cell=self.cells[cell] if cell else None,
-                allow_cross_cell_move=(dest == 'cross'))
-        if rebuild:
-            spec.scheduler_hints = {'_nova_check_type': ['rebuild']}
-        return spec
+        """*dest*: ``'pinned'`` or ``'cross'`` for a move to cell *cell*."""
+        return request_specs.request_spec(
+            project_id, instance_uuid=uuids.instance, move=dest,
+            cell=self.cells[cell] if cell else None, rebuild=rebuild)
 
     def _cells_of(self, hosts):
         by_uuid = {cell.uuid: name for name, cell in self.cells.items()}
@@ -760,30 +758,41 @@ class PinnedCellTestCase(test.NoDBTestCase):
         self.assertIsNone(decision.pinned_cell(spec))
 
 
-class TargetOfTestCase(test.NoDBTestCase):
-    """target_of() over the ways a request names its host or node."""
+class NamedDestinationTestCase(test.NoDBTestCase):
+    """named_destination() over the ways a request names its host or node.
+    """
+
+    def _named(self, spec):
+        """The answer and its log text, or None."""
+        target = decision.named_destination(spec)
+        return None if target is None else (target, str(target))
 
     def test_forms(self):
+        named = decision.NamedDestination
         spec = objects.RequestSpec(project_id=PROJ_A)
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.force_hosts = None
         spec.force_nodes = []
         spec.requested_destination = None
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(
             cell=objects.CellMapping(uuid=uuids.cell))
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(node=None)
-        self.assertIsNone(decision.target_of(spec))
+        self.assertIsNone(self._named(spec))
         spec.requested_destination = objects.Destination(node='n1')
-        self.assertEqual('requested node n1', decision.target_of(spec))
+        self.assertEqual((named(False, 'node', 'n1'), 'requested node n1'),
+                         self._named(spec))
         spec.requested_destination = objects.Destination(host='h1',
                                                          node='n1')
-        self.assertEqual('requested host h1', decision.target_of(spec))
+        self.assertEqual((named(False, 'host', 'h1'), 'requested host h1'),
+                         self._named(spec))
         spec.force_nodes = ['n2']
-        self.assertEqual('forced node n2', decision.target_of(spec))
-        spec.force_hosts = ['h2']
-        self.assertEqual('forced host h2', decision.target_of(spec))
+        self.assertEqual((named(True, 'node', 'n2'), 'forced node n2'),
+                         self._named(spec))
+        spec.force_hosts = ['h2', 'h3']
+        self.assertEqual((named(True, 'host', 'h2,h3'),
+                          'forced host h2,h3'), self._named(spec))
 
 
 class FakeClock:
@@ -839,13 +848,67 @@ class PrefilterNamedCellTestCase(FilterTestBase):
         self.assertIsNone(self._named(PROJ_A))
         self.assertEqual(self._uuid('default1'), self._named(UNMAPPED))
 
-    def test_cell_disabled_since_start_is_not_named(self):
-        """nova still reads it until the SIGHUP, from its enabled cells."""
+    def test_cell_disabled_since_start_is_not_named_once_read(self):
+        """Not named once the policy cache reads the cells again.
+
+        The cell mapping named is the one the cache read, not read back
+        per request: until the cache's next read (``cell_cache_ttl``, or
+        a SIGHUP) the cell is named, as nova's HostManager still reads it
+        then from its enabled cells (nova reads them again at the SIGHUP
+        only).
+        """
+        self.flags(cell_cache_ttl=300, group='cellsched')
+        clock = FakeClock()
+        self.policy_state.install(state.SharedPolicy(
+            state.CONF, cell_infos.load_cell_infos, clock=clock))
         filters.ProjectCellFilter()
         self._disable('dedicated_a')
+        self.assertEqual(self._uuid('dedicated_a'), self._named(PROJ_A))
+        clock.now += 300
         self.assertIsNone(self._named(PROJ_A))
         scheduler_state.sighup(state.CONF)
         self.assertIsNone(self._named(PROJ_A))
+
+    def test_cell_disabled_since_start_is_not_named_after_sighup(self):
+        filters.ProjectCellFilter()
+        self._disable('dedicated_a')
+        scheduler_state.sighup(state.CONF)
+        self.assertIsNone(self._named(PROJ_A))
+
+    def test_one_cell_request_reads_no_cell_mapping(self):
+        """The named cell is the cache's nova CellMapping, not read back.
+
+        Every statement on the API database's engine is counted: a
+        one-cell request runs none (it used to read the cell mapping by
+        uuid on every request); a SIGHUP reads the cell mappings.
+        """
+        filters.ProjectCellFilter()
+        self._named(PROJ_A)
+        engine = api_db.get_engine()
+        statements = []
+
+        def count(conn, cursor, statement, *args):
+            statements.append(statement)
+
+        sqlalchemy.event.listen(engine, 'before_cursor_execute', count)
+        self.addCleanup(sqlalchemy.event.remove, engine,
+                        'before_cursor_execute', count)
+        for project, name in ((PROJ_A, 'dedicated_a'),
+                              (UNMAPPED, 'default1'),
+                              (PROJ_A, 'dedicated_a')):
+            spec = self._spec(project)
+            self.assertTrue(request_filter.require_cell_aggregates(
+                self.ctxt, spec))
+            cell = spec.requested_destination.cell
+            self.assertIsInstance(cell, objects.CellMapping)
+            self.assertEqual(self._uuid(name), cell.uuid)
+            self.assertEqual(self.cells[name].database_connection,
+                             cell.database_connection)
+        self.assertEqual([], statements)
+
+        scheduler_state.sighup(state.CONF)
+        self.assertTrue(any('cell_mappings' in statement
+                            for statement in statements), statements)
 
     def test_cell_enabled_since_start_is_named_after_sighup_only(self):
         """nova reads no host of it before the SIGHUP either."""

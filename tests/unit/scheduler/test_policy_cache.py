@@ -29,15 +29,13 @@ INTERVAL = 10.0
 
 
 class Options:
-    """The two raw options, as the filter reads them from CONF."""
+    """The two raw options, as nova-scheduler's mutate hook pushes them."""
 
     def __init__(self, default=(), projects=''):
         self.default = list(default)
         self.projects = projects
-        self.reads = 0
 
-    def __call__(self):
-        self.reads += 1
+    def raw(self):
         return tuple(self.default), self.projects
 
 
@@ -78,9 +76,13 @@ class PolicyCacheTestCase(base.BaseTestCase):
         self.clock = Clock()
 
     def _cache(self):
-        return policy_cache.PolicyCache(self.options, self.cells,
+        return policy_cache.PolicyCache(self.options.raw(), self.cells,
                                         min_refresh_interval=INTERVAL,
                                         clock=self.clock)
+
+    def _sighup(self, cache, **kwargs):
+        """The mutate hook: push the options in force, read the cells."""
+        return cache.reset(self.options.raw(), **kwargs)
 
     def _lines(self, level, text):
         return [line for line in self.log.output.splitlines()
@@ -94,19 +96,28 @@ class PolicyCacheTestCase(base.BaseTestCase):
         self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
         self.assertEqual(frozenset([CELL_A.uuid]), pol.allowed_cells('p2'))
 
-    def test_no_reparse_when_the_raw_value_is_unchanged(self):
-        """Same values, even in new objects: same mapping, same policy."""
+    def test_requests_read_no_option(self):
+        """Between two resets every request gets the same policy."""
         cache = self._cache()
-        mapping = cache.mapping
         pol = cache.current()
-        self.options.default = ['cellA']          # equal, new list
-        self.options.projects = ''.join(['cellE', ':p1'])
+        self.options.projects = 'cellA:p1'     # not pushed
         self.clock.now += 3600
         for _ in range(3):
             self.assertIs(pol, cache.current())
-        self.assertIs(mapping, cache.mapping)
+        self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
         self.assertEqual(1, self.cells.loads)
-        self.assertEqual(4, self.options.reads - 1)   # 1 read at start
+
+    def test_no_reparse_when_the_raw_value_is_unchanged(self):
+        """Same values, even in new objects: same mapping, nothing logged.
+        """
+        cache = self._cache()
+        mapping = cache.mapping
+        cache.current()
+        self.options.default = ['cellA']          # equal, new list
+        self.options.projects = ''.join(['cellE', ':p1'])
+        for _ in range(3):
+            self._sighup(cache)
+        self.assertIs(mapping, cache.mapping)
         self.assertEqual('', self.log.output)
 
     def test_option_change_reparses_and_reloads_cells(self):
@@ -115,7 +126,7 @@ class PolicyCacheTestCase(base.BaseTestCase):
         cache.current()
         self.cells.cells.append(CELL_NEW)
         self.options.projects = 'cellNew:p1'
-        pol = cache.current()
+        pol = self._sighup(cache)
         self.assertIsNot(old_mapping, cache.mapping)
         self.assertEqual((('cellNew', ('p1',)),), cache.mapping.projects)
         self.assertEqual(2, self.cells.loads)
@@ -141,27 +152,28 @@ class PolicyCacheTestCase(base.BaseTestCase):
         """The bad value is logged once at error and not used."""
         cache = self._cache()
         good_mapping = cache.mapping
-        good = cache.current()
+        cache.current()
         self.options.projects = 'cellE:p1,cellA'
         for _ in range(5):
-            pol = cache.current()
-            self.assertIs(good, pol)
+            pol = self._sighup(cache)
             self.assertIs(good_mapping, cache.mapping)
+            self.assertIs(pol, cache.current())
         self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
         errors = self._lines('ERROR', 'Ignoring the new [cellsched] options')
         self.assertEqual(1, len(errors))
         self.assertIn("'cellA'", errors[0])
         self.assertIn('last good mapping stays in force', errors[0])
-        self.assertEqual(1, self.cells.loads)
+        # Every SIGHUP read the cells all the same.
+        self.assertEqual(6, self.cells.loads)
 
         # A good value after the bad one is taken...
         self.options.projects = 'cellA:p1'
         self.assertEqual(frozenset([CELL_A.uuid]),
-                         cache.current().allowed_cells('p1'))
+                         self._sighup(cache).allowed_cells('p1'))
         # ... and a bad one after that is logged again.
         self.options.projects = 'cellA:p1:p2'
         self.assertEqual(frozenset([CELL_A.uuid]),
-                         cache.current().allowed_cells('p1'))
+                         self._sighup(cache).allowed_cells('p1'))
         self.assertEqual(2, len(self._lines('ERROR', 'Ignoring the new')))
 
     def test_each_new_malformed_value_is_logged(self):
@@ -169,8 +181,8 @@ class PolicyCacheTestCase(base.BaseTestCase):
         cache.current()
         for bad in ('x', 'y', 'x'):
             self.options.projects = bad
-            cache.current()
-            cache.current()
+            self._sighup(cache)
+            self._sighup(cache)
         self.assertEqual(3, len(self._lines('ERROR', 'Ignoring the new')))
 
     def test_malformed_value_again_after_revert_is_logged(self):
@@ -183,27 +195,27 @@ class PolicyCacheTestCase(base.BaseTestCase):
         cache = self._cache()
         cache.current()
         self.options.projects = 'bad'
-        cache.current()
+        self._sighup(cache)
         self.options.projects = 'cellE:p1'
-        cache.current()
+        self._sighup(cache)
         self.options.projects = 'bad'
-        cache.current()
+        self._sighup(cache)
         self.assertEqual(2, len(self._lines('ERROR', 'Ignoring the new')))
 
     def test_refresh_cells_is_rate_limited(self):
-        cache = self._cache()
         self.options.default = ['cellNew']
+        cache = self._cache()
         cache.current()
         self.assertEqual(1, self.cells.loads)
         self.cells.cells.append(CELL_NEW)
 
         self.clock.now += INTERVAL - 0.5
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(1, self.cells.loads)
         self.assertEqual(frozenset(), pol.allowed_cells('p2'))
 
         self.clock.now += 0.5
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(frozenset([CELL_NEW.uuid]), pol.allowed_cells('p2'))
         self.assertIs(pol, cache.current())
@@ -216,21 +228,12 @@ class PolicyCacheTestCase(base.BaseTestCase):
         cache.refresh_cells()
         self.assertEqual(3, self.cells.loads)
 
-    def test_refresh_cells_applies_changed_options_first(self):
-        cache = self._cache()
-        cache.current()
-        self.options.projects = 'cellA:p1'
-        pol = cache.refresh_cells()
-        self.assertEqual(frozenset([CELL_A.uuid]), pol.allowed_cells('p1'))
-        # The option change reloaded the cells, the refresh did not again.
-        self.assertEqual(2, self.cells.loads)
-
     def test_failing_load_keeps_the_last_good_cells(self):
         cache = self._cache()
         good = cache.current()
         self.cells.error = RuntimeError('database is gone')
         self.clock.now += INTERVAL
-        pol = cache.refresh_cells()
+        pol = cache.refresh_cells().policy
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(good.cells, pol.cells)
         self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
@@ -246,7 +249,7 @@ class PolicyCacheTestCase(base.BaseTestCase):
 
         # An option change resolves the new mapping against those cells.
         self.options.projects = 'cellA:p1'
-        pol = cache.current()
+        pol = self._sighup(cache)
         self.assertEqual(3, self.cells.loads)
         self.assertEqual(frozenset([CELL_A.uuid]), pol.allowed_cells('p1'))
 
@@ -300,10 +303,9 @@ class CellCacheAgeTestCase(PolicyCacheTestCase):
     """[cellsched] cell_cache_ttl: renamed cells are seen without restart."""
 
     def _aged_cache(self, ttl):
-        self.ttl = ttl
         return policy_cache.PolicyCache(
-            self.options, self.cells, min_refresh_interval=INTERVAL,
-            clock=self.clock, max_age=lambda: self.ttl)
+            self.options.raw(), self.cells, min_refresh_interval=INTERVAL,
+            clock=self.clock, max_age=ttl)
 
     def test_cells_reloaded_on_the_first_request_after_max_age(self):
         cache = self._aged_cache(300)
@@ -325,14 +327,23 @@ class CellCacheAgeTestCase(PolicyCacheTestCase):
         cache.current()
         self.assertEqual(1, self.cells.loads)
 
-    def test_max_age_is_read_on_every_request(self):
-        """The option is mutable: a new value applies at once."""
+    def test_max_age_is_pushed_by_reset(self):
+        """The option is mutable: a SIGHUP gives the cache its new value."""
         cache = self._aged_cache(0)
         cache.current()
-        self.clock.now += 60
-        self.ttl = 30
+        self._sighup(cache, max_age=30)
+        self.assertEqual(2, self.cells.loads)
+        self.clock.now += 29
         cache.current()
         self.assertEqual(2, self.cells.loads)
+        self.clock.now += 1
+        cache.current()
+        self.assertEqual(3, self.cells.loads)
+        # A reset that gives no age keeps the one in force.
+        self._sighup(cache)
+        self.clock.now += 30
+        cache.current()
+        self.assertEqual(5, self.cells.loads)
 
 
 class ResetTestCase(PolicyCacheTestCase):
@@ -343,8 +354,8 @@ class ResetTestCase(PolicyCacheTestCase):
 
     def _aged_cache(self):
         return policy_cache.PolicyCache(
-            self.options, self.cells, min_refresh_interval=INTERVAL,
-            clock=self.clock, max_age=lambda: 3600)
+            self.options.raw(), self.cells, min_refresh_interval=INTERVAL,
+            clock=self.clock, max_age=3600)
 
     def test_no_scheduling_cells_before_a_reset(self):
         cache = self._aged_cache()
@@ -386,7 +397,7 @@ class ResetTestCase(PolicyCacheTestCase):
         cache.reset()
         self.cells.cells.append(CELL_NEW)
         self.options.projects = 'cellNew:p1'
-        pol = cache.reset()
+        pol = self._sighup(cache)
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(frozenset([CELL_NEW.uuid]), pol.allowed_cells('p1'))
         self.assertIn(CELL_NEW.uuid, cache.scheduling_cells)
@@ -397,15 +408,15 @@ class ResetTestCase(PolicyCacheTestCase):
         self.cells.cells = [CELL_A, CellInfo(CELL_E.uuid, 'cellE',
                                              disabled=True)]
         self.options.projects = 'cellE'
-        pol = cache.reset()
+        pol = self._sighup(cache)
         self.assertEqual(2, self.cells.loads)
         self.assertEqual(frozenset([CELL_A.uuid]), cache.scheduling_cells)
         self.assertEqual(frozenset([CELL_E.uuid]), pol.allowed_cells('p1'))
         self.assertEqual(1, len(self._lines('ERROR', 'Ignoring the new')))
 
     def test_only_a_reset_changes_the_scheduling_cells(self):
-        """Loads for age, options and unknown cells leave them as nova has
-        them until its next SIGHUP.
+        """Loads for age and unknown cells leave them as nova has them
+        until its next SIGHUP.
         """
         cache = self._aged_cache()
         cache.reset()
@@ -413,11 +424,9 @@ class ResetTestCase(PolicyCacheTestCase):
                             CELL_E, CELL_NEW]
         self.clock.now += 3600
         cache.current()
-        self.options.projects = 'cellNew:p1'
-        cache.current()
         self.clock.now += INTERVAL
         cache.refresh_cells()
-        self.assertEqual(4, self.cells.loads)
+        self.assertEqual(3, self.cells.loads)
         self.assertEqual(frozenset([CELL_A.uuid, CELL_E.uuid]),
                          cache.scheduling_cells)
         cache.reset()
