@@ -65,7 +65,7 @@ from nova.tests.unit.compute import test_instance_list as unit_il
 import subunit
 import testtools
 
-from nova_cellsched.api import validation
+from nova_cellsched import compat
 from tests.functional import nova_api
 
 
@@ -148,7 +148,7 @@ class ResponseValidation(nova_test.NoDBTestCase):
         """
         conf = nova.conf.CONF
         self.assertEqual('error', conf.api.response_validation)
-        self.assertTrue(validation.is_installed())
+        self.assertTrue(compat.is_on('validation'))
         self.assertTrue(conf.cellsched.api_fast_validation)
 
 
