@@ -49,6 +49,7 @@ from nova.tests.unit.api.openstack import fakes
 from oslo_serialization import jsonutils
 
 from nova_cellsched.api import validation
+from nova_cellsched import compat
 from tests import schema_bodies
 
 
@@ -141,7 +142,7 @@ def main(argv=None):
     parser.add_argument('--repeat', type=int, default=5)
     parser.add_argument('--versions', default='2.1,2.100')
     args = parser.parse_args(argv)
-    validation.install()
+    compat.install(['validation'])
     import nova.conf
     nova.conf.CONF.set_override('response_validation', 'warn', 'api')
     for version in args.versions.split(','):

@@ -38,6 +38,7 @@ from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields as ovo_fields
 
 from nova_cellsched.api import validation
+from nova_cellsched import compat
 
 #: api-samples templates (shipped in nova's wheel with its tests).
 SAMPLES = os.path.join(
@@ -69,9 +70,8 @@ TEMPLATES = {'index': 'servers-list-resp', 'detail': 'servers-details-resp'}
 
 def response_schemas(method):
     """[(schema, min_version, max_version)] of nova's *method*, in order."""
-    layers, _ = validation._stack(
-        servers.ServersController.__dict__[method]
-        if not validation.is_installed() else validation._SAVED[method])
+    layers, _ = validation._stack(compat.original(
+        'nova.api.openstack.compute.servers:ServersController', method))
     return [(a['response_body_schema'], a['min_version'], a['max_version'])
             for kind, a, _ in reversed(layers)
             if kind == 'response_body_schema']

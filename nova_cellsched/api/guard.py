@@ -29,7 +29,8 @@ up. Three guards keep that bounded in a long-running nova-api worker:
   tries ``[database] max_retries`` times, ``retry_interval`` seconds
   apart: 100 s by default) ends with the first attempt. PyMySQL reads its
   ``_read_timeout`` and ``_write_timeout`` before every packet; the
-  connections made by SQLAlchemy engines once :func:`install` ran are of a
+  connections made by SQLAlchemy engines once the ``guard`` part is on
+  (:mod:`nova_cellsched.compat`) are of a
   subclass whose timeouts are this thread's inside the block and the
   connection's own everywhere else, so nova's other threads keep their
   settings. Other drivers keep theirs: for them, put a read timeout in the
@@ -55,7 +56,6 @@ from typing import Any
 import urllib.parse
 
 from oslo_log import log as logging
-import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
 LOG = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
 
 
 def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    # A connection made before install(): its next checkout's pre-ping
+    # A connection made before the part was on: its next checkout's pre-ping
     # and everything after are bounded.
     base = type(dbapi_connection)
     if (not getattr(base, 'cellsched_timed', False) and
@@ -291,30 +291,6 @@ def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
         dbapi_connection.__class__ = timed_class(base)
         for name, value in values.items():
             setattr(dbapi_connection, name, value)
-
-
-def install() -> None:
-    """Make new PyMySQL connections obey :func:`io_timeout`.
-
-    Idempotent; the caller locks.
-    """
-    if not sa.event.contains(sa.engine.Engine, 'do_connect',
-                             _on_do_connect):
-        sa.event.listen(sa.engine.Engine, 'do_connect', _on_do_connect)
-        sa.event.listen(sa.pool.Pool, 'checkout', _on_checkout)
-
-
-def installed() -> bool:
-    """Whether :func:`install` is in effect."""
-    return bool(sa.event.contains(sa.engine.Engine, 'do_connect',
-                                  _on_do_connect))
-
-
-def uninstall() -> None:
-    """New connections are PyMySQL's own again (made ones keep theirs)."""
-    if sa.event.contains(sa.engine.Engine, 'do_connect', _on_do_connect):
-        sa.event.remove(sa.engine.Engine, 'do_connect', _on_do_connect)
-        sa.event.remove(sa.pool.Pool, 'checkout', _on_checkout)
 
 
 #: The drivers a URL without ``+driver`` gets from SQLAlchemy, by backend.

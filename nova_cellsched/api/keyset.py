@@ -15,17 +15,17 @@
 nova's ``instance_get_all_by_filters_sort`` builds the query of one cell
 (filters, joins, the non-admin project scope) and hands it to oslo.db's
 ``paginate_query``, reached through the module attribute
-``nova.db.main.api.sqlalchemyutils``. :func:`install` puts a proxy of
-that module there whose ``paginate_query`` takes over only inside
-:func:`paging`, in the thread that entered it: the query is ordered with
-NULL where the listing merges it (:mod:`nova_cellsched.listing.sorting`:
-highest when every cell is on PostgreSQL, as nova's query sorts there,
-else lowest, as on MySQL and SQLite) and starts strictly after the
-given sort values, instead of
-after a marker row looked up again in every cell, and a query that
-joins (nova's ``tags``/``tags-any`` filters) gives each instance once
-(:func:`one_row_per_instance`). Every other call, from any other thread
-or place in nova, goes to oslo.db unchanged.
+``nova.db.main.api.sqlalchemyutils``. :mod:`nova_cellsched.compat` (part
+``keyset``) puts a proxy of that module there whose ``paginate_query`` takes
+over only inside :func:`paging`, in the thread that entered it: the query is
+ordered with NULL where the listing merges it
+(:mod:`nova_cellsched.listing.sorting`: highest when every cell is on
+PostgreSQL, as nova's query sorts there, else lowest, as on MySQL and SQLite)
+and starts strictly after the given sort values, instead of after a marker row
+looked up again in every cell, and a query that joins (nova's
+``tags``/``tags-any`` filters) gives each instance once
+(:func:`one_row_per_instance`). Every other call, from any other thread or
+place in nova, goes to oslo.db unchanged.
 """
 
 import contextlib
@@ -34,7 +34,6 @@ import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from nova.db.main import api as db_api
 from nova.db.main import models
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import utils as oslo_utils
@@ -139,9 +138,10 @@ def one_row_per_instance(query: Any) -> Any:
     ``join()`` calls made on it (nova's eager loads are options, not
     joins), and ``_with_options``, nova's eager-load options. Their
     writers, ``Query.join`` and ``Query.options``, are in
-    :data:`.fingerprint.RELIED_ON` (a SQLAlchemy whose source differs
-    is refused at install), the start-up self-test (:mod:`.selftest`)
-    lists with ``tags-any`` both ways, and
+    the ``keyset`` part's sources (:mod:`nova_cellsched.compat.parts`:
+    a SQLAlchemy whose source differs is refused at install), the
+    start-up self-test (:mod:`.selftest`) lists with ``tags-any`` both
+    ways, and
     ``tests/functional/test_api_rows.py`` fails if either changes.
     """
     if not query._setup_joins:
@@ -164,26 +164,13 @@ class _SqlalchemyUtils(types.ModuleType):
         return getattr(oslo_utils, name)
 
 
+#: What :mod:`nova_cellsched.compat` (part ``keyset``) puts in
+#: ``nova.db.main.api.sqlalchemyutils``.
 _PROXY = _SqlalchemyUtils()
 
 
-def install() -> None:
-    """Put the proxy into nova's DB API (idempotent; caller locks)."""
-    db_api.sqlalchemyutils = _PROXY
-
-
-def uninstall() -> None:
-    """Give nova's DB API oslo.db's module back, if the proxy is there."""
-    if db_api.sqlalchemyutils is _PROXY:
-        db_api.sqlalchemyutils = oslo_utils
-
-
-def installed() -> bool:
-    return db_api.sqlalchemyutils is _PROXY
-
-
 def local_state() -> threading.local:
-    """The per-thread state :func:`paging` keeps (for :mod:`.patch`).
+    """The per-thread state :func:`paging` keeps (for the compat checks).
 
     It scopes paging to the thread (the green thread under eventlet)
     that entered :func:`paging`, so only if it was made after eventlet

@@ -10,30 +10,36 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Put the replacements into nova, after checking nova is what they fit.
+"""The nova-api filter's parts into nova, after checking nova fits them.
 
 nova has no entry point for its instance lister: the replacement swaps
 module attributes of a private module, and relies on what nova's
-functions do, which only holds while nova's code is the code it was
-built and tested for. :func:`check` compares the running nova with that
-statically: the exact nova release and the source of every function,
-class and value relied on (:mod:`.fingerprint`), the ``paginate_query``
-that :mod:`.keyset` stands in for, and that its per-thread state is per
-green thread under eventlet. :func:`install` then runs the self-test
-(:mod:`.selftest`: both listers on a private in-memory database, compared
-object by object) and installs only if all of it passes; on any
-difference it raises :class:`IncompatibleNova`, which names each one,
-and changes nothing.
+functions do, which only holds while nova's code is code it was tested
+with. What is swapped, and what is relied on, is declared once in
+:mod:`nova_cellsched.compat` (parts ``lister``, ``keyset``, ``guard``,
+``view``, ``validation``); this module is what the paste filter,
+``nova-cellsched check --api-paste`` and the tests call.
+
+:func:`check` asks :mod:`nova_cellsched.compat` whether the lister (and
+the parts it requires) fits the running nova: each relied-on source
+equal to one tested version of it, oslo.db's ``paginate_query`` the
+one :mod:`.keyset` stands in for, per-thread state per green thread
+under eventlet. :func:`install` then runs the self-test
+(:mod:`.selftest`: both listers on a private in-memory database,
+compared object by object) and installs only if all of it passes; on
+any difference it raises :class:`IncompatibleNova`, which names each
+one, and changes nothing. The view lookups and the response validation
+are then installed each on its own: a part whose nova code changed
+stays off alone, with one WARNING.
 """
 
-from collections.abc import Callable
-import inspect
 import threading
-from typing import Any
 
 from oslo_log import log as logging
 
-from nova_cellsched.api import fingerprint
+from nova_cellsched import compat
+from nova_cellsched.compat import core as compat_core
+from nova_cellsched.compat import hashing
 
 LOG = logging.getLogger(__name__)
 
@@ -49,88 +55,41 @@ class IncompatibleNova(Exception):
         super().__init__(
             'nova-cellsched cannot serve nova-api server lists: %s. '
             "nova's own lister stays in use. To fix: %s."
-            % ('; '.join(problems), fingerprint.HOW_TO_FIX))
-
-
-def _parameters(function: Callable[..., Any]) -> str:
-    """The parameters (names, kinds, defaults) without annotations."""
-    signature = inspect.signature(inspect.unwrap(function))
-    return str(signature.replace(
-        parameters=[p.replace(annotation=p.empty)
-                    for p in signature.parameters.values()],
-        return_annotation=signature.empty))
-
-
-def _keyset_problems() -> list[str]:
-    """What :mod:`.keyset` needs from oslo.db and the thread model."""
-    from nova.db.main import api as db_api
-    from oslo_db.sqlalchemy import utils as oslo_utils
-
-    from nova_cellsched.api import keyset
-
-    problems = []
-    ours = _parameters(keyset.paginate_query)
-    theirs = _parameters(oslo_utils.paginate_query)
-    if ours != theirs:
-        problems.append(
-            'oslo_db.sqlalchemy.utils.paginate_query%s was expected to be '
-            'paginate_query%s (nova.db.main.api reaches it through '
-            "nova-cellsched's stand-in)" % (theirs, ours))
-    module = getattr(db_api, 'sqlalchemyutils', None)
-    if module is not oslo_utils and not keyset.installed():
-        problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
-                        'sqlalchemy.utils (found %r)' % (module,))
-    # Paging is scoped to the worker by a thread-local: under eventlet
-    # it must be green-thread-local, or another request's query running
-    # in the same OS thread would be paged too.
-    from nova_cellsched.api import guard
-    locals_ = {'keyset': keyset.local_state(),
-               'guard': getattr(guard, '_local', None)}
-    for name, local in locals_.items():
-        if local is not None and not isinstance(local, threading.local):
-            problems.append(
-                'the per-thread state of nova_cellsched.api.%s was made '
-                'before threading was monkey-patched (import nova, and '
-                'patch, before nova_cellsched)' % name)
-    return problems
+            % ('; '.join(problems), compat_core.HOW_TO_FIX))
 
 
 def check() -> None:
-    """Raise :class:`IncompatibleNova` unless nova is what this fits.
+    """Raise :class:`IncompatibleNova` unless the lister fits this nova.
 
-    The static part: nova's release and sources, oslo.db's
-    ``paginate_query``, the thread model. :func:`install` also runs the
-    self-test.
+    The static part (relied-on sources, oslo.db's ``paginate_query``,
+    the thread model); :func:`install` also runs the self-test. The
+    other parts' fit: :func:`nova_cellsched.compat.check`.
     """
-    problems = fingerprint.problems() + _keyset_problems()
+    problems = compat.check(['lister'])['lister']
     if problems:
         raise IncompatibleNova(problems)
 
 
+#: Serialises install/uninstall (the parts themselves lock compat's).
 _LOCK = threading.Lock()
-_SAVED: dict[str, Callable[..., Any]] = {}
-_SAVED_CONTEXT: dict[str, Callable[..., Any]] = {}
 
 
 def install() -> bool:
     """Replace nova's instance lister; True if this call installed it.
 
-    Idempotent and thread-safe.
+    Then the view lookups and the response validation, each only if it
+    fits (one WARNING for a part that stays off). Idempotent and
+    thread-safe.
 
     :raises IncompatibleNova: nothing was changed.
     """
     with _LOCK:
-        if _SAVED:
+        if compat.is_on('lister'):
             return False
         check()
-        from nova.compute import instance_list as nova_instance_list
-
-        from nova_cellsched.api import guard
         from nova_cellsched.api import instance_list
-        from nova_cellsched.api import keyset
         from nova_cellsched.api import selftest
 
-        from nova import context as nova_context
         problems, seconds = selftest.run(
             instance_list.REPLACEMENTS['get_instances_sorted'])
         if problems:
@@ -138,26 +97,36 @@ def install() -> bool:
             # else uses it while the lister is not installed.
             instance_list.shutdown()
             raise IncompatibleNova(problems)
-        for name, replacement in instance_list.REPLACEMENTS.items():
-            _SAVED[name] = getattr(nova_instance_list, name)
-            setattr(nova_instance_list, name, replacement)
-        for name, replacement in instance_list.CONTEXT_REPLACEMENTS.items():
-            _SAVED_CONTEXT[name] = getattr(nova_context, name)
-            setattr(nova_context, name, replacement)
-        keyset.install()
-        guard.install()
-        _install_validation()
+        found = compat.install(compat.API_PARTS)
+        if found['lister']:
+            instance_list.shutdown()
+            raise IncompatibleNova(found['lister'])
         LOG.info('%s', installed_message(
-            _lister_on(), fingerprint.nova_version(),
-            len(fingerprint.RELIED_ON), seconds))
+            _lister_on(), hashing.nova_version(), _matched(),
+            [name for name, problems in found.items() if not problems],
+            seconds))
         return True
 
 
-def installed_message(lister_on: bool, nova_version: str, sources: int,
+def _matched() -> tuple[int, list[str]]:
+    """(sources the nova-api parts rely on, the releases they all equal)."""
+    from nova_cellsched.compat import parts as parts_mod
+
+    names = compat_core._with_requirements(compat.API_PARTS)
+    sources = {s.name for n in names for s in parts_mod.BY_NAME[n].sources}
+    return len(sources), compat_core.releases_matching(['lister'])
+
+
+def installed_message(lister_on: bool, nova_version: str,
+                      matched: tuple[int, list[str]], parts: list[str],
                       seconds: float) -> str:
     """The INFO line of an install: what serves nova-api's lists now.
 
     :param lister_on: ``[cellsched] api_lister``.
+    :param matched: (relied-on sources checked, the tested releases
+        whose sources the lister's equal).
+    :param parts: the parts on (:data:`.compat.API_PARTS` and
+        their requirements).
     """
     if lister_on:
         what = 'serves nova-api server lists'
@@ -168,10 +137,13 @@ def installed_message(lister_on: bool, nova_version: str, sources: int,
         switch = ('[cellsched] api_lister = True and a reload of '
                   "nova-api's workers (uwsgi: SIGHUP to the master) make "
                   'nova-cellsched serve them')
-    return ('nova-cellsched %s (nova %s as tested: %d relied-on sources '
-            'checked; self-test passed in %.3f s; '
-            'nova.compute.instance_list replaced; %s)'
-            % (what, nova_version, sources, seconds, switch))
+    sources, releases = matched
+    return ('nova-cellsched %s (nova %s: %d relied-on sources checked, as '
+            'tested with nova %s; parts on: %s; self-test passed in '
+            '%.3f s; nova.compute.instance_list replaced; %s)'
+            % (what, nova_version, sources,
+               ' or '.join(releases) or 'no single release', ', '.join(
+                   parts), seconds, switch))
 
 
 def _lister_on() -> bool:
@@ -183,54 +155,22 @@ def _lister_on() -> bool:
 
 
 def uninstall() -> bool:
-    """Give nova its own lister back; True if this call removed ours."""
+    """Give nova its own lister back; True if this call removed ours.
+
+    With the lister go the other parts :func:`install` put in (view
+    lookups, validation) and those they required (keyset, the I/O
+    bound) unless asked for on their own.
+    """
     with _LOCK:
-        if not _SAVED:
+        if not compat.is_on('lister'):
             return False
-        from nova.compute import instance_list as nova_instance_list
-
-        from nova_cellsched.api import guard
         from nova_cellsched.api import instance_list
-        from nova_cellsched.api import keyset
 
-        from nova import context as nova_context
-        for name, original in _SAVED.items():
-            if getattr(nova_instance_list, name) is (
-                    instance_list.REPLACEMENTS[name]):
-                setattr(nova_instance_list, name, original)
-        for name, original in _SAVED_CONTEXT.items():
-            if getattr(nova_context, name) is (
-                    instance_list.CONTEXT_REPLACEMENTS[name]):
-                setattr(nova_context, name, original)
-        _SAVED.clear()
-        _SAVED_CONTEXT.clear()
-        keyset.uninstall()
-        guard.uninstall()
-        _uninstall_validation()
+        compat.restore(compat.API_PARTS)
         instance_list.shutdown()
         return True
 
 
-# Response validation of the server lists (nova_cellsched.api.validation):
-# checked and installed on its own. A difference there leaves nova's
-# validation in place and the lister installed.
-
-def _install_validation() -> None:
-    from nova_cellsched.api import validation
-    from nova_cellsched.api import view
-    validation.install()
-    # The view's lookups (.view): their nova code is in RELIED_ON, which
-    # check() has verified.
-    view.install()
-
-
-def _uninstall_validation() -> None:
-    from nova_cellsched.api import validation
-    from nova_cellsched.api import view
-    validation.uninstall()
-    view.uninstall()
-
-
 def is_installed() -> bool:
-    with _LOCK:
-        return bool(_SAVED)
+    """Whether the lister is installed in this process."""
+    return compat.is_on('lister')

@@ -606,7 +606,7 @@ def run(replacement: Callable[..., Any] | None = None,
     :mod:`.keyset`'s stand-in is in place while it runs, and is taken
     out again after unless it was there before.
     """
-    from nova_cellsched.api import keyset
+    from nova_cellsched import compat
 
     if replacement is None:
         from nova_cellsched.api import instance_list
@@ -614,27 +614,24 @@ def run(replacement: Callable[..., Any] | None = None,
     problems: list[str] = []
     cancelled = threading.Event()
     started = time.monotonic()
-    # The replacement pages through keyset's stand-in (without it, it
-    # would read the same first rows again and again).
-    had_keyset = keyset.installed()
     pools = _nova_pools()
-    keyset.install()
     # Its objects die with it: no collection of the whole process (nova
     # has loaded plenty) midway; the next one, after, frees them.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        worker = threading.Thread(target=_run_in_thread,
-                                  args=(problems, replacement, cancelled,
-                                        timeout),
-                                  name='cellsched-selftest', daemon=True)
-        worker.start()
-        worker.join(timeout)
+        # The replacement pages through keyset's stand-in (without it,
+        # it would read the same first rows again and again).
+        with compat.temporarily('keyset'):
+            worker = threading.Thread(target=_run_in_thread,
+                                      args=(problems, replacement, cancelled,
+                                            timeout),
+                                      name='cellsched-selftest', daemon=True)
+            worker.start()
+            worker.join(timeout)
     finally:
         if collecting:
             gc.enable()
-        if not had_keyset:
-            keyset.uninstall()
     elapsed = time.monotonic() - started
     if not worker.is_alive():
         _stop_pools_started(pools)

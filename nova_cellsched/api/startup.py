@@ -40,28 +40,28 @@ builds the application; :mod:`nova_cellsched.wsgi.osapi_compute`
 (nova-api's WSGI entry point with this check) uses it.
 
 It only applies where nova's code is the code it was written against
-(:data:`.fingerprint.START_UP_RELIED_ON`): otherwise, and for a service
-with no API database (nova's single-cell path), nova's own check runs,
-after a warning saying why.
+(the sources of the ``startup`` part, :mod:`nova_cellsched.compat.parts`):
+otherwise nova's own check runs, after one warning saying why; and for a
+service with no API database (nova's single-cell path) nova's own check
+runs. The end of the check, nova's exception, is the release adapter's
+(``nova_cellsched.compat.nova34.raise_if_too_old``).
 """
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 import contextlib
-import functools
 import time
 from typing import Any
 
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import objects
-from nova.objects import service as service_obj
 from nova import utils as nova_utils
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from nova_cellsched.api import fingerprint
 from nova_cellsched.api import guard
 from nova_cellsched.api import instance_list
+from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 
@@ -139,29 +139,19 @@ def _label(cell_mapping: Any) -> str:
     return '%s(%s)' % (cell_mapping.name or '', cell_mapping.uuid)
 
 
-def raise_if_old_compute(problems: Sequence[str] = ()) -> None:
+def raise_if_old_compute() -> None:
     """nova's ``raise_if_old_compute``, in parallel, I/O bounded.
 
-    Each cell within nova's ``CELL_TIMEOUT``, read when called.
+    Each cell within nova's ``CELL_TIMEOUT``, read when called. Put in
+    nova's place by :func:`bounded` only where nova's code is the code
+    this was written against (:mod:`nova_cellsched.compat`, part
+    ``startup``).
 
-    :param problems: what differs from the nova this was written against
-        (:func:`.fingerprint.problems` of
-        :data:`.fingerprint.START_UP_RELIED_ON`, found before nova's
-        function was replaced): if any, they are logged and nova's own
-        check runs.
-    :raises nova.exception.TooOldComputeService: as nova's does.
+    :raises nova.exception.TooOldComputeService: as nova's does (the
+        release's adapter raises it).
     """
     if CONF.api_database.connection is None:
         # A cell's own service: nova asks its own cell only.
-        ORIGINAL()
-        return
-    if problems:
-        LOG.warning(
-            "nova-api's start-up check is nova's own (each cell may take "
-            "%d s): the installed nova is not the one nova-cellsched's "
-            'bounded check was written against: %s. To fix: install the '
-            'nova-cellsched release built for this nova.',
-            nova_context.CELL_TIMEOUT, '; '.join(problems))
         ORIGINAL()
         return
     context = nova_context.get_admin_context()
@@ -191,15 +181,11 @@ def raise_if_old_compute(problems: Sequence[str] = ()) -> None:
     if current == 0:
         # No compute anywhere yet: a fresh install.
         return
-    oldest_supported = service_obj.SERVICE_VERSION_ALIASES[
-        service_obj.OLDEST_SUPPORTED_SERVICE_VERSION]
-    if current < oldest_supported:
-        raise nova_exception.TooOldComputeService(
-            oldest_supported_version=(
-                service_obj.OLDEST_SUPPORTED_SERVICE_VERSION),
-            scope='system',
-            min_service_level=current,
-            oldest_supported_service=oldest_supported)
+    adapter = compat.adapter('startup')
+    if adapter is None:
+        ORIGINAL()
+        return
+    adapter.raise_if_too_old(current)
 
 
 @contextlib.contextmanager
@@ -212,25 +198,20 @@ def bounded() -> Iterator[None]:
     checked on entry, before nova's function is replaced; the answer is
     logged by the check (logging is set up by then).
 
-    The check's connection bound (:func:`.guard.install`) and worker
-    pool stay only for the lister: if the application was built
-    without it installed (the ``cellsched`` filter refused nova, or is
-    not in the pipeline), the bound is taken out again, if this block
-    put it in, and the pool is shut down.
+    The check's connection bound (the ``guard`` part, which ``startup``
+    requires) and worker pool stay only for the lister: if the application was
+    built without it installed (the ``cellsched`` filter refused nova, or is
+    not in the pipeline), the bound is taken out again, if this block put it
+    in, and the pool is shut down.
     """
-    from nova_cellsched.api import patch
     conf_mod.register_opts(CONF)
-    guarded = guard.installed()
-    guard.install()
-    problems = fingerprint.problems(
-        relied_on=fingerprint.START_UP_RELIED_ON)
-    nova_utils.raise_if_old_compute = functools.partial(
-        raise_if_old_compute, problems)
+    # Checked before nova's function is replaced; off, with one WARNING
+    # saying why, on a nova this was not written against.
+    compat.install(['startup'])
     try:
         yield
     finally:
-        nova_utils.raise_if_old_compute = ORIGINAL
-        if not patch.is_installed():
-            if not guarded:
-                guard.uninstall()
+        # The bound stays only for the lister (a part it requires).
+        compat.restore(['startup'])
+        if not compat.is_on('lister'):
             instance_list.shutdown()

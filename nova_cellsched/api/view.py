@@ -179,57 +179,8 @@ def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
 
 # Faults -------------------------------------------------------------------
 
-def fill_faults(self: Any) -> Any:
-    """nova's ``InstanceList.fill_faults``, each server's own cell asked.
-
-    For a list this request's listing served: only the cells of the
-    listed servers are asked, each for its own servers' latest faults,
-    through ``nova.context.scatter_gather_cells`` with nova's
-    ``CELL_TIMEOUT`` (a cell the listing gave up on is not asked again);
-    a cell that fails or does not answer is logged as nova logs it and
-    its servers get no fault, as in nova. Otherwise nova's method.
-
-    :returns: the uuids of the servers a fault was found for, as nova's.
-    """
-    from nova import context as nova_context
-
-    uuids = [inst.uuid for inst in self]
-    cells = (_listed(self._context, uuids) if _options()[2] and uuids
-             else None)
-    if cells is None:
-        return ORIGINAL_FILL_FAULTS[0](self)
-    USED.count('faults')
-    mappings, by_cell = _by_cell(cells, uuids)
-    results = nova_context.scatter_gather_cells(
-        self._context, mappings.values(), nova_context.CELL_TIMEOUT,
-        _PerCell.faults, by_cell)
-    # From here on nova's fill_faults, line for line.
-    faults_by_uuid = {}
-    for cell_uuid, faults in results.items():
-        if faults is nova_context.did_not_respond_sentinel:
-            LOG.warning('Cell %s did not respond when getting faults',
-                        cell_uuid)
-        elif isinstance(faults, Exception):
-            LOG.warning('Failed to get faults for cell %s', cell_uuid)
-        else:
-            for fault in faults:
-                faults_by_uuid[fault.instance_uuid] = fault
-
-    for instance in self:
-        if instance.uuid in faults_by_uuid:
-            instance.fault = faults_by_uuid[instance.uuid]
-        else:
-            # NOTE(danms): Otherwise the caller will cause a lazy-load
-            # when checking it, and we know there are none
-            instance.fault = None
-        instance.obj_reset_changes(['fault'])
-
-    return faults_by_uuid.keys()
-
-
-#: nova's ``InstanceList.fill_faults``, while ours is installed.
-ORIGINAL_FILL_FAULTS: list[Callable[..., Any]] = []
-
+# Faults: the copy of nova's ``InstanceList.fill_faults`` is the
+# release's (nova_cellsched.compat.nova34.fill_faults).
 
 def _bdms_in_cell(cctxt: Any, by_cell: dict[str, list[str]]
                   ) -> dict[str, list[dict[str, Any]]]:
@@ -277,7 +228,10 @@ def get_instance_bdms_in_multiple_cells(ctxt: Any, instance_uuids: list[str]
     cells = (_listed(ctxt, instance_uuids) if _options()[0] and
              instance_uuids else None)
     if cells is None:
-        nova_lookup = ORIGINAL['_get_instance_bdms_in_multiple_cells']
+        from nova_cellsched import compat
+        nova_lookup = compat.original(
+            'nova.api.openstack.compute.views.servers:ViewBuilder',
+            '_get_instance_bdms_in_multiple_cells')
         answer: dict[str, Any] = nova_lookup(ctxt, instance_uuids)
         return answer
     mappings, by_cell = _by_cell(cells, instance_uuids)
@@ -385,134 +339,24 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
     return zones, sched_hints
 
 
-def list_view(self: Any, func: Callable[..., Any], request: Any,
-              servers: Any, coll_name: str, show_extra_specs: Any,
-              show_extended_attr: Any = None, show_host_status: Any = None,
-              show_sec_grp: Any = False, bdms: Any = None,
-              cell_down_support: bool = False) -> dict[str, Any]:
-    """nova 34's ``ViewBuilder._list_view``, the request specs read lean.
-
-    Line for line nova's (its source is pinned by :mod:`.fingerprint`)
-    but for where the availability zones and scheduler hints come from
-    (:func:`request_spec_fields`); nova's own function where that does
-    not apply (below 2.96, the option off, a list this request's
-    listing did not serve).
-    """
-    from nova.api.openstack import api_version_request
-    from nova.api.openstack.compute.views import servers as views
-    from nova.objects import virtual_interface
-
-    context = request.environ['nova.context']
-    instance_uuids = [s.uuid for s in servers]
-    if (not api_version_request.is_supported(request, '2.96') or
-            not _options()[1] or _listed(context, instance_uuids) is None):
-        answer: dict[str, Any] = ORIGINAL['_list_view'](
-            self, func, request, servers, coll_name, show_extra_specs,
-            show_extended_attr=show_extended_attr,
-            show_host_status=show_host_status, show_sec_grp=show_sec_grp,
-            bdms=bdms, cell_down_support=cell_down_support)
-        return answer
-    req_specs_dict, sched_hints_dict = request_spec_fields(
-        context, instance_uuids,
-        api_version_request.is_supported(request, '2.100'))
-
-    server_list = [
-        func(request, server,
-             show_extra_specs=show_extra_specs,
-             show_extended_attr=show_extended_attr,
-             show_host_status=show_host_status,
-             show_sec_grp=show_sec_grp, bdms=bdms,
-             cell_down_support=cell_down_support,
-             provided_az=req_specs_dict.get(
-                 server.uuid, views.AZ_NOT_IN_REQUEST_SPEC),
-             provided_sched_hints=sched_hints_dict.get(
-                 server.uuid, views.SCHED_HINTS_NOT_IN_REQUEST_SPEC)
-             )["server"]
-        for server in servers
-        # Filter out the fake marker instance created by the
-        # fill_virtual_interface_list online data migration.
-        if server.uuid != virtual_interface.FAKE_UUID]
-    servers_links = self._get_collection_links(request,
-                                               servers,
-                                               coll_name)
-    servers_dict = dict(servers=server_list)
-
-    if servers_links:
-        servers_dict["servers_links"] = servers_links
-
-    return servers_dict
+# The copy of nova's ``ViewBuilder._list_view`` that takes the request
+# specs' fields lean is the release's (nova_cellsched.compat.nova34).
 
 
 # The view's phase ---------------------------------------------------------
 
-def _timed(name: str) -> Callable[..., Any]:
+def timed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+    """nova's ``ViewBuilder.<name>`` (*original*), timed.
+
+    Its wall time is the request's ``view`` phase; put in by
+    :mod:`nova_cellsched.compat`.
+    """
     def view(self: Any, request: Any, instances: Any,
              cell_down_support: bool = False) -> Any:
         with server_timing.phase('view'):
-            return ORIGINAL[name](self, request, instances,
-                                  cell_down_support=cell_down_support)
+            return original(self, request, instances,
+                            cell_down_support=cell_down_support)
     view.__name__ = name
     view.__doc__ = ("nova's ``ViewBuilder.%s``, its wall time the request's "
                     '``view`` phase.' % name)
     return view
-
-
-#: ViewBuilder attribute -> ours, installed by :func:`install`.
-REPLACEMENTS: dict[str, Any] = {
-    '_get_instance_bdms_in_multiple_cells': staticmethod(
-        get_instance_bdms_in_multiple_cells),
-    '_list_view': list_view,
-    'index': _timed('index'),
-    'detail': _timed('detail'),
-}
-
-#: ViewBuilder attribute -> nova's (plain functions), while installed.
-ORIGINAL: dict[str, Callable[..., Any]] = {}
-_LOCK = threading.Lock()
-
-
-def install() -> bool:
-    """Put :data:`REPLACEMENTS` into nova's ViewBuilder; True if this did.
-
-    Called by :func:`.patch.install` after its checks, which cover the
-    view functions replaced here.
-    """
-    from nova.api.openstack.compute.views import servers as views
-    from nova.objects import instance as instance_obj
-
-    with _LOCK:
-        if ORIGINAL:
-            return False
-        builder = views.ViewBuilder
-        for name, replacement in REPLACEMENTS.items():
-            original = builder.__dict__[name]
-            ORIGINAL[name] = (original.__func__
-                              if isinstance(original, staticmethod)
-                              else original)
-            setattr(builder, name, replacement)
-        ORIGINAL_FILL_FAULTS[:] = [instance_obj.InstanceList.fill_faults]
-        instance_obj.InstanceList.fill_faults = fill_faults
-        return True
-
-
-def uninstall() -> bool:
-    """Give nova's ViewBuilder its own functions back; True if this did."""
-    from nova.api.openstack.compute.views import servers as views
-    from nova.objects import instance as instance_obj
-
-    with _LOCK:
-        if not ORIGINAL:
-            return False
-        builder = views.ViewBuilder
-        if instance_obj.InstanceList.__dict__.get('fill_faults') is (
-                fill_faults):
-            instance_obj.InstanceList.fill_faults = ORIGINAL_FILL_FAULTS[0]
-        ORIGINAL_FILL_FAULTS.clear()
-        for name, original in ORIGINAL.items():
-            if builder.__dict__.get(name) is REPLACEMENTS[name]:
-                setattr(builder, name,
-                        staticmethod(original)
-                        if name == '_get_instance_bdms_in_multiple_cells'
-                        else original)
-        ORIGINAL.clear()
-        return True

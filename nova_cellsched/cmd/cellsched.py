@@ -197,6 +197,12 @@ class Check(CellschedCommandMixin, lister.Lister):
         problems = list(report.problems)
         nova_problems = _nova_check()
         problems += ['installed nova: %s' % line for line in nova_problems]
+        for name, result in _parts_check():
+            rows.append(('(part %s)' % name, '', '', '', '', '', result))
+            if result != 'fits' and not nova_problems:
+                # The lister fits: this part alone stays off.
+                self.app.stderr.write('warning: part %s %s\n'
+                                      % (name, result))
         rows.append(('(installed nova)', '', '', 'nova %s' % _nova_version(),
                      '', '', 'problem: ' + '; '.join(nova_problems)
                      if nova_problems else 'ok'))
@@ -311,6 +317,19 @@ def _nova_check() -> list[str]:
     except patch.IncompatibleNova as exc:
         return list(exc.problems)
     return []
+
+
+def _parts_check() -> list[tuple[str, str]]:
+    """Per part of the nova-api filter: would it be on with this nova.
+
+    ``fits`` or ``off: why`` (:func:`nova_cellsched.compat.check`), for
+    the filter's parts, those they require and the start-up check.
+    """
+    from nova_cellsched import compat
+
+    found = compat.check(list(compat.API_PARTS) + ['startup'])
+    return [(name, 'off: ' + '; '.join(problems) if problems else 'fits')
+            for name, problems in found.items()]
 
 
 def _nova_version() -> str:

@@ -22,7 +22,9 @@ uuid (kept by ``nova-cellsched sync-aggregates``).
 
 Nova reads request filters from
 ``nova.scheduler.request_filter.ALL_REQUEST_FILTERS`` and has no entry
-point for them: :func:`register` appends ours, once;
+point for them: :func:`register` appends ours, once (the ``request_filter``
+part of :mod:`nova_cellsched.compat`, which also names the nova code it
+relies on);
 ``ProjectCellFilter.__init__`` calls it when nova-scheduler builds the
 filter. Importing this module changes nothing in nova.
 """
@@ -204,26 +206,30 @@ def _same_filter(candidate: Any) -> bool:
 def register() -> bool:
     """Add :func:`require_cell_aggregates` to nova's request filters, once.
 
+    Through :mod:`nova_cellsched.compat` (part ``request_filter``): only
+    where nova's scheduler is one it was tested with; otherwise one
+    WARNING says why and nova schedules as without the pre-filter.
     Idempotent: an entry left by an earlier import of this module (a
-    reload) is replaced in place, not added again. Adding it logs one
-    INFO line saying whether the pre-filter is on and in which form
+    reload) is replaced in place, not added again; a list nova was
+    given since (a test's) gets it too. Adding it logs one INFO line
+    saying whether the pre-filter is on and in which form
     (:func:`_log_registered`).
 
     :returns: True when the pre-filter is in nova's list afterwards.
     """
+    from nova_cellsched import compat
+
     filters = getattr(nova_request_filter, 'ALL_REQUEST_FILTERS', None)
-    if not isinstance(filters, list):
-        LOG.warning('nova.scheduler.request_filter.ALL_REQUEST_FILTERS is '
-                    '%s, expected a list: the [cellsched] placement '
-                    'pre-filter is not registered, placement_prefilter has '
-                    'no effect with this nova', type(filters).__name__)
+    in_list = isinstance(filters, list) and any(
+        f is require_cell_aggregates for f in filters)
+    if compat.is_on('request_filter') and not in_list:
+        compat.restore(['request_filter'])
+    replacing = isinstance(filters, list) and any(
+        _same_filter(f) for f in filters)
+    if compat.install(['request_filter'])['request_filter']:
         return False
-    for index, existing in enumerate(filters):
-        if _same_filter(existing):
-            filters[index] = require_cell_aggregates
-            return True
-    filters.append(require_cell_aggregates)
-    _log_registered()
+    if not replacing:
+        _log_registered()
     return True
 
 

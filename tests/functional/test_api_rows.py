@@ -44,6 +44,7 @@ from nova_cellsched.api import instance_list
 from nova_cellsched.api import keyset
 from nova_cellsched.api import rows
 from nova_cellsched.api import selftest
+from nova_cellsched import compat
 from nova_cellsched.demo import seed
 from tests.functional import db as db_fixtures
 
@@ -121,9 +122,10 @@ class PlainRowsTestMixin:
                 ('cell1', seed.Population(instances=40, deleted=6,
                                           hosts=4)),
             ]))
-        if not keyset.installed():
-            keyset.install()
-            self.addCleanup(keyset.uninstall)  # type: ignore[attr-defined]
+        if not compat.is_on('keyset'):
+            compat.install(['keyset'])
+            self.addCleanup(  # type: ignore[attr-defined]
+                compat.restore, ['keyset'])
         self._enrich(self.world.url_of('cell1'))
         # nova's regex filters pick their operator by this URL's scheme.
         self.cfg.config(  # type: ignore[attr-defined]

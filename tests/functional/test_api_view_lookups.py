@@ -324,12 +324,13 @@ class ViewLookupsTestMixin:
         ``MarkerNotFound``.
         """
         from nova_cellsched.api import instance_list
-        from nova_cellsched.api import keyset
+        from nova_cellsched import compat
         from nova_cellsched import exception
         from nova_cellsched import listing
-        if not keyset.installed():
-            keyset.install()
-            self.addCleanup(keyset.uninstall)  # type: ignore[attr-defined]
+        if not compat.is_on('keyset'):
+            compat.install(['keyset'])
+            self.addCleanup(  # type: ignore[attr-defined]
+                compat.restore, ['keyset'])
         self.cfg.config(  # type: ignore[attr-defined]
             connection=self.world.url_of('cell1'), group='database')
         ctx = nova_context.get_admin_context()

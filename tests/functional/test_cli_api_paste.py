@@ -150,10 +150,15 @@ class CheckApiPasteTestCase(base.BaseTestCase):
         run = self.check(self.with_filter())
         self.assertEqual(0, run.code, run)
         table = run.table()
-        self.assertEqual([LEGACY, V21, '(installed nova)'],
+        parts = ['guard', 'keyset', 'lister', 'view', 'validation',
+                 'startup']
+        self.assertEqual([LEGACY, V21] + ['(part %s)' % p for p in parts] +
+                         ['(installed nova)'],
                          [row['Section'] for row in table], run)
-        self.assertEqual(['yes', 'yes', ''],
+        self.assertEqual(['yes', 'yes'] + [''] * (len(parts) + 1),
                          [row['Filter'] for row in table], run)
+        self.assertEqual(['fits'] * len(parts),
+                         [row['Result'] for row in table[2:-1]], run)
 
     def test_unused_auth_key_without_filter_is_a_note(self):
         """A noauth2 key nova 34 never reads is listed, not a problem."""

@@ -735,11 +735,11 @@ class ListingFaultsTest(db.FunctionalTestCase):
         from nova import objects
 
         from nova_cellsched.api import instance_list as api_instance_list
-        from nova_cellsched.api import keyset
-        if not keyset.installed():
+        from nova_cellsched import compat
+        if not compat.is_on('keyset'):
             # The API lister's batches page by sort values through it.
-            keyset.install()
-            self.addCleanup(keyset.uninstall)
+            compat.install(['keyset'])
+            self.addCleanup(compat.restore, ['keyset'])
         self.cfg.config(connection=world.url_of('cell1'), group='database')
         mappings = [cm for cm in objects.CellMappingList.get_all(self.ctx)
                     if names is None or cm.name in names]

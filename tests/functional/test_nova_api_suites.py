@@ -67,7 +67,7 @@ import subunit
 import testscenarios
 import testtools
 
-from nova_cellsched.api import validation
+from nova_cellsched import compat
 from tests.functional import nova_api
 
 
@@ -150,7 +150,7 @@ class ResponseValidation(nova_test.NoDBTestCase):
         """
         conf = nova.conf.CONF
         self.assertEqual('error', conf.api.response_validation)
-        self.assertTrue(validation.is_installed())
+        self.assertTrue(compat.is_on('validation'))
         self.assertTrue(conf.cellsched.api_fast_validation)
 
 

@@ -37,6 +37,7 @@ from oslo_serialization import jsonutils
 from testtools.content import text_content
 
 from nova_cellsched.api import validation
+from nova_cellsched import compat
 from tests.functional import nova_api
 from tests import schema_bodies
 
@@ -89,7 +90,7 @@ class NovaApiValidationTest(test.TestCase,
                                  networks=network)
         self._wait_for_state_change(
             self.api.post_server({'server': big}), 'ERROR')
-        self.assertTrue(validation.is_installed())
+        self.assertTrue(compat.is_on('validation'))
 
     def _get(self, url, version, fast):
         self.flags(api_fast_validation=fast, group='cellsched')

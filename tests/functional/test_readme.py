@@ -237,30 +237,33 @@ class GuideTest(base.BaseTestCase):
 
     def test_nova_check_section_says_what_is_checked(self):
         """The numbers and release the guide gives are the code's."""
-        from nova_cellsched.api import fingerprint
         from nova_cellsched.api import selftest
+        from nova_cellsched import compat
+        from nova_cellsched.compat import parts
 
         section = flat(read_guide('admin/nova-api').split(
             'What is checked before it installs\n')[1].split(
             'Paging and the DB API\n')[0])
-        libraries = [r for r in fingerprint.RELIED_ON
-                     if not r[0].startswith('nova.')]
+        relied_on = [(s.module, s.path, s.why) for name in ('lister', 'keyset')
+                     for s in parts.BY_NAME[name].sources]
+        relied_on += [(s.module, s.path, s.why)
+                      for s in parts.BY_NAME['view'].sources]
+        libraries = [r for r in relied_on if not r[0].startswith('nova.')]
         self.assertEqual(2, len(libraries))
         self.assertIn("%d nova functions, classes and values and two of "
-                      "SQLAlchemy's"
-                      % (len(fingerprint.RELIED_ON) - len(libraries)),
+                      "SQLAlchemy's" % (len(relied_on) - len(libraries)),
                       section)
-        (tested,) = fingerprint.TESTED_NOVA
-        self.assertIn('nova %s for this release' % tested, section)
+        (tested,) = compat.tested()
+        self.assertIn('nova %s for this release' % tested.version, section)
         self.assertIn('waits for it at most %d s' % selftest.TIMEOUT,
                       section)
-        for _module, path, _why in fingerprint.RELIED_ON:
+        for _module, path, _why in relied_on:
             # A method is named as Class._method, or by its name after
             # "the ``_from_db_object`` of".
             self.assertTrue(
                 '``%s``' % path in section or
                 '``%s``' % path.split('.')[0] in section, path)
-        self.assertIn('python -m nova_cellsched.api.fingerprint', section)
+        self.assertIn('python -m nova_cellsched.compat.maintainer', section)
 
     def _quoted_lines(self, page, prefix):
         """Log lines of *page* (literal blocks) that start with *prefix*."""
@@ -279,21 +282,29 @@ class GuideTest(base.BaseTestCase):
 
     def test_nova_api_log_lines_are_the_codes(self):
         """Each start-up line the guide quotes is the one install() logs."""
-        from nova_cellsched.api import fingerprint
         from nova_cellsched.api import patch
+        from nova_cellsched import compat
 
-        (tested,) = fingerprint.TESTED_NOVA
-        sources = len(fingerprint.RELIED_ON)
+        (tested,) = compat.tested()
+        matched = patch._matched()
+        self.assertEqual([tested.version], matched[1])
+        on = ['guard', 'keyset', 'lister', 'view', 'validation']
         info = self._quoted_lines('admin/nova-api',
                                   'INFO nova_cellsched.api.patch [-] ')
         self.assertEqual(
-            [patch.installed_message(True, tested, sources, 0.742),
-             patch.installed_message(False, tested, sources, 0.742)], info)
+            [patch.installed_message(True, tested.version, matched, on,
+                                     0.742),
+             patch.installed_message(False, tested.version, matched, on,
+                                     0.742)], info)
         (error,) = self._quoted_lines('admin/nova-api',
                                       'ERROR nova_cellsched.api [-] ')
         self.assertEqual(str(patch.IncompatibleNova(
-            ['nova 34.0.1 is not a release this was tested with '
-             '(tested: %s)' % tested])), error)
+            ['nova.db.main.api._manual_join_columns(columns_to_join): '
+             'source differs from the tested ones (sha256 expected %s '
+             '(nova %s), found 0c4f5b1d8e2a9f37; relied on: the joins nova '
+             'makes by hand)' % (
+                 tested.hashes['nova.db.main.api._manual_join_columns'][:16],
+                 tested.version)])), error)
 
     def test_try_it_commands_are_the_ones_the_demo_prints(self):
         """The curl and openstack lines of "Try it", as demo --api prints."""

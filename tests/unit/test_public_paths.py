@@ -95,7 +95,7 @@ class TestLayout(testtools.TestCase):
     """Imports run one way: cmd/wsgi -> api/scheduler/listing/demo -> core.
     """
 
-    PARTS = ('scheduler', 'listing', 'demo', 'cmd', 'api', 'wsgi')
+    PARTS = ('scheduler', 'listing', 'demo', 'cmd', 'api', 'wsgi', 'compat')
 
     def _imports(self, path):
         tree = ast.parse(path.read_text())
@@ -123,12 +123,17 @@ class TestLayout(testtools.TestCase):
     def test_imports_run_one_way(self):
         allowed = {
             'core': {'core'},
-            'scheduler': {'core', 'scheduler'},
+            'scheduler': {'core', 'scheduler', 'compat'},
             'listing': {'core', 'listing'},
             'demo': {'core', 'demo'},
-            'api': {'core', 'api', 'listing', 'scheduler'},
-            'cmd': {'core', 'cmd', 'listing', 'scheduler', 'demo', 'api'},
+            'api': {'core', 'api', 'listing', 'scheduler', 'compat'},
+            'cmd': {'core', 'cmd', 'listing', 'scheduler', 'demo', 'api',
+                    'compat'},
             'wsgi': {'core', 'wsgi', 'api'},
+            # What nova must look like: its checks and per-release
+            # adapters reach the parts they declare (inside functions,
+            # but nova34's copies of nova's view code, on api.view).
+            'compat': {'core', 'compat', 'api', 'scheduler', 'listing'},
         }
         for path in sorted(PACKAGE.rglob('*.py')):
             rel = path.relative_to(PACKAGE.parent).with_suffix('')

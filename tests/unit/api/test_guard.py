@@ -24,6 +24,7 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched.api import guard
+from nova_cellsched import compat
 
 
 class TestStuckQueries(base.BaseTestCase):
@@ -129,8 +130,8 @@ class TestIoTimeout(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        guard.install()
-        self.addCleanup(guard.uninstall)
+        compat.install(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
         self.server = _SilentServer()
         self.addCleanup(self.server.close)
         self.engine = sa.create_engine(
@@ -178,11 +179,11 @@ class TestIoTimeout(base.BaseTestCase):
 
     def test_a_connection_made_before_install_is_timed_from_checkout(self):
         """Its next checkout's pre-ping and all after it are bounded."""
-        guard.uninstall()
+        compat.restore(['guard'])
         plain = pymysql.connections.Connection(
             host='127.0.0.1', port=self.server.port, user='nobody',
             defer_connect=True, read_timeout=9)
-        guard.install()
+        compat.install(['guard'])
         pool = sa.pool.StaticPool(lambda: plain)
         pool.connect().close()
         self.assertIsInstance(plain, pymysql.connections.Connection)
@@ -192,7 +193,7 @@ class TestIoTimeout(base.BaseTestCase):
             self.assertEqual(0.5, plain._read_timeout)
 
     def test_uninstall_stops_timing_new_connections(self):
-        guard.uninstall()
+        compat.restore(['guard'])
         connection = self._deferred()
         self.assertIs(pymysql.connections.Connection, type(connection))
 
@@ -229,8 +230,8 @@ class TestFirstContact(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        guard.install()
-        self.addCleanup(guard.uninstall)
+        compat.install(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
         self.retries = self.useFixture(fixtures.FakeLogger(
             name='oslo_db.sqlalchemy.engines', level=logging.WARNING))
 

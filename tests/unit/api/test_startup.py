@@ -31,11 +31,10 @@ from nova.objects import service as service_obj
 from nova import test
 from nova import utils as nova_utils
 
-from nova_cellsched.api import fingerprint
-from nova_cellsched.api import guard
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import patch
 from nova_cellsched.api import startup
+from nova_cellsched import compat
 
 OLDEST = service_obj.SERVICE_VERSION_ALIASES[
     service_obj.OLDEST_SUPPORTED_SERVICE_VERSION]
@@ -177,18 +176,22 @@ class TestBoundedStartUpCheck(test.TestCase):
                       logs.output)
 
     def test_a_nova_it_was_not_written_for_gets_novas_check(self):
-        calls = []
+        """A relied-on source changed: nova's own check, one WARNING."""
+        def _db_service_get_minimum_version(context, binaries):
+            return {}
+
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.startup.ORIGINAL',
-            lambda: calls.append('nova')))
+            'nova.objects.service.Service._db_service_get_minimum_version',
+            staticmethod(_db_service_get_minimum_version)))
         logs = self.useFixture(fixtures.FakeLogger(
-            name='nova_cellsched.api.startup'))
-        startup.raise_if_old_compute(['nova.utils.raise_if_old_compute: '
-                                      'source differs'])
-        self.assertEqual(['nova'], calls)
-        self.assertIn("nova-api's start-up check is nova's own (each cell "
-                      'may take 60 s)', logs.output)
-        self.assertIn('raise_if_old_compute: source differs', logs.output)
+            name='nova_cellsched.compat.core'))
+        with startup.bounded():
+            self.assertIs(startup.ORIGINAL, nova_utils.raise_if_old_compute)
+        warnings = [line for line in logs.output.splitlines() if line]
+        self.assertEqual(1, len(warnings), warnings)
+        self.assertIn("nova-cellsched's part startup", warnings[0])
+        self.assertIn('Service._db_service_get_minimum_version', warnings[0])
+        self.assertIn("nova-api's start-up check is nova's own", warnings[0])
 
     def test_without_api_database_nova_checks_its_own_cell(self):
         calls = []
@@ -220,13 +223,14 @@ class TestBounded(test.TestCase):
 
     def test_swaps_checked_against_nova_before_and_restores(self):
         with startup.bounded():
-            swapped = nova_utils.raise_if_old_compute
-            self.assertIs(startup.raise_if_old_compute, swapped.func)
-            # Checked before the swap: the tested nova has no problem.
-            self.assertEqual(([],), swapped.args)
+            # Checked before the swap: the tested nova fits.
+            self.assertIs(startup.raise_if_old_compute,
+                          nova_utils.raise_if_old_compute)
+            self.assertTrue(compat.is_on('startup'))
+            # nova's own stays what the sources are checked against.
+            self.assertEqual([], compat.check(['startup'])['startup'])
         self.assertIs(startup.ORIGINAL, nova_utils.raise_if_old_compute)
-        self.assertEqual([], fingerprint.problems(
-            relied_on=fingerprint.START_UP_RELIED_ON))
+        self.assertFalse(compat.is_on('startup'))
 
     def test_without_the_lister_no_bound_or_pool_is_left(self):
         """The filter refused nova: the check's bound and pool are gone.
@@ -235,28 +239,28 @@ class TestBounded(test.TestCase):
         its self-test finds a difference): the connection bound the
         check put in is taken out, and no worker pool stays.
         """
-        self.assertFalse(guard.installed())
+        self.assertFalse(compat.is_on('guard'))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.api.selftest.run',
             lambda _function: (['the self-test differs'], 0.0)))
         with startup.bounded():
-            self.assertTrue(guard.installed())
+            self.assertTrue(compat.is_on('guard'))
             self.assertRaises(nova_exception.TooOldComputeService,
                               wsgi_app._setup_service, 'api1',
                               'osapi_compute')
             self.assertIsNotNone(instance_list._EXECUTOR)
             self.assertRaises(patch.IncompatibleNova, patch.install)
         self.assertFalse(patch.is_installed())
-        self.assertFalse(guard.installed())
+        self.assertFalse(compat.is_on('guard'))
         self.assertIsNone(instance_list._EXECUTOR)
 
     def test_a_bound_put_in_before_stays(self):
         """bounded() takes out only the bound it put in."""
-        guard.install()
-        self.addCleanup(guard.uninstall)
+        compat.install(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
         with startup.bounded():
             pass
-        self.assertTrue(guard.installed())
+        self.assertTrue(compat.is_on('guard'))
 
     def test_novas_setup_service_raises_ours_and_honours_ffu(self):
         """nova's _setup_service handles our exception as its own."""

@@ -22,6 +22,7 @@ side (real responses at every microversion, nova-api end to end) is
 """
 
 import collections
+import dataclasses
 import datetime
 
 import fixtures
@@ -36,6 +37,7 @@ from nova.tests.unit.api.openstack import fakes
 from testtools.content import text_content
 
 from nova_cellsched.api import validation
+from nova_cellsched import compat
 from tests import schema_bodies
 
 
@@ -317,27 +319,32 @@ class TestInstall(test.NoDBTestCase):
         self.controller = servers.ServersController
         self.original = {name: self.controller.__dict__[name]
                          for name in validation.METHODS}
-        self.addCleanup(validation.uninstall)
+        self.addCleanup(compat.restore, ['validation'])
 
     def test_check_finds_nothing_on_this_nova(self):
-        self.assertEqual([], validation.check())
+        self.assertEqual([], compat.check(['validation'])['validation'])
 
     def test_changed_source_leaves_nova_alone(self):
+        (release,) = compat.tested()
+        hashes = dict(release.hashes)
+        hashes['nova.api.validation.response_body_schema'] = '0' * 64
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.validation.SOURCES',
-            dict(validation.SOURCES, **{
-                'nova.api.validation.response_body_schema': '0' * 16})))
+            'nova_cellsched.compat.core.tested',
+            lambda: (dataclasses.replace(release, hashes=hashes),)))
         logger = self.useFixture(fixtures.FakeLogger(
-            name='nova_cellsched.api.validation'))
-        self.assertFalse(validation.install())
-        self.assertIn('nova.api.validation.response_body_schema is not the '
-                      'code this was built for', logger.output)
+            name='nova_cellsched.compat.core'))
+        self.assertTrue(compat.install(['validation'])['validation'])
+        self.assertRegex(logger.output,
+                         r"nova-cellsched's part validation, which .*, is "
+                         r'off: nova\.api\.validation\.response_body_schema'
+                         r'\(.*\): source differs from the tested ones')
+        self.assertFalse(compat.is_on('validation'))
         for name, method in self.original.items():
             self.assertIs(method, self.controller.__dict__[name])
 
     def test_install_keeps_novas_decorators_uninstall_restores(self):
-        self.assertTrue(validation.install())
-        self.assertFalse(validation.install())
+        self.assertEqual({'validation': []}, compat.install(['validation']))
+        self.assertEqual({'validation': []}, compat.install(['validation']))
         for name, method in self.original.items():
             ours = self.controller.__dict__[name]
             self.assertIsNot(method, ours)
@@ -347,7 +354,7 @@ class TestInstall(test.NoDBTestCase):
             self.assertIs(method.response_body_schemas,
                           ours.response_body_schemas)
             self.assertIs(inspect_unwrap(method), inspect_unwrap(ours))
-        self.assertTrue(validation.uninstall())
+        self.assertEqual(['validation'], compat.restore(['validation']))
         for name, method in self.original.items():
             self.assertIs(method, self.controller.__dict__[name])
 

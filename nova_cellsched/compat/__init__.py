@@ -1,0 +1,42 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What nova must look like, release by release, in one place.
+
+- :mod:`.parts`: the declarative list of what nova-cellsched replaces
+  in nova (target, replacement, the nova sources it relies on and why);
+- ``sources_nova<N>.py``: per tested nova release, the hash of each of
+  those sources (one file per release series; :mod:`.maintainer` prints
+  a new one);
+- ``nova<N>.py``: per release, only what differs between releases (the
+  copies of nova's code, the release-specific calls);
+- :mod:`.core`: the one lock, install, restore and check;
+- :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes.
+
+The contributor guide's "Where nova is touched" is the map.
+"""
+
+from nova_cellsched.compat.core import adapter
+from nova_cellsched.compat.core import check
+from nova_cellsched.compat.core import install
+from nova_cellsched.compat.core import is_on
+from nova_cellsched.compat.core import LOCK
+from nova_cellsched.compat.core import on
+from nova_cellsched.compat.core import original
+from nova_cellsched.compat.core import restore
+from nova_cellsched.compat.core import temporarily
+from nova_cellsched.compat.core import tested
+from nova_cellsched.compat.parts import API_PARTS
+from nova_cellsched.compat.parts import PARTS
+
+__all__ = ['API_PARTS', 'LOCK', 'PARTS', 'adapter', 'check', 'install',
+           'is_on', 'on', 'original', 'restore', 'temporarily', 'tested']

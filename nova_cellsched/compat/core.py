@@ -1,0 +1,506 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One lock, one install, one restore, one check for every part.
+
+Reads :data:`.parts.PARTS` and the tested releases' tables
+(``sources_nova*.py`` in this package, found by name, so a release is a
+new file):
+
+- :func:`check` says, per part, what differs from every tested nova: a
+  relied-on source passes if it equals *any* tested version of it, so an
+  untouched point release passes, and a changed source turns off only
+  the parts that rely on it (and the parts that require those);
+- :func:`install` puts the parts that pass into nova, after the parts
+  they require, and logs one WARNING per asked-for part that stays off,
+  naming the nova function and what to do;
+- :func:`restore` gives nova back exactly the attributes it had;
+- :func:`original` is nova's own of a replaced attribute, for the
+  replacements that fall back to it.
+
+The per-release adapter (``nova34``...) a part's ``adapter:`` targets
+come from is the newest tested release whose sources the part's all
+equal (:func:`adapter`).
+"""
+
+from collections.abc import Iterable, Iterator
+import contextlib
+import dataclasses
+import functools
+import importlib
+import inspect
+import pkgutil
+import threading
+import types
+from typing import Any
+
+from oslo_log import log as logging
+
+from nova_cellsched.compat import hashing
+from nova_cellsched.compat import parts as parts_mod
+
+LOG = logging.getLogger(__name__)
+
+#: Held while anything is installed or restored; re-entrant, so a check
+#: run during an install may install a part for a while (the self-test).
+LOCK = threading.RLock()
+
+HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
+              '(maintainers: python -m nova_cellsched.compat.maintainer '
+              'lists what changed)')
+
+_TABLE_PREFIX = 'sources_nova'
+
+
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """A tested nova release: its relied-on sources' hashes, its adapter.
+
+    :ivar version: nova's version, e.g. ``34.0.0``.
+    :ivar adapter: module of this package with the release's adapter.
+    :ivar hashes: :attr:`.Source.name` -> :func:`.hashing.source_hash`.
+    """
+
+    version: str
+    adapter: str
+    hashes: dict[str, str]
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """Orders releases: 34.10.0 after 34.9.0."""
+    return tuple(int(part) if part.isdigit() else -1
+                 for part in version.split('.'))
+
+
+@functools.lru_cache(maxsize=1)
+def tested() -> tuple[Release, ...]:
+    """Every tested release, oldest first (``sources_nova*.py``)."""
+    found = []
+    for info in pkgutil.iter_modules(_package_path()):
+        if info.name.startswith(_TABLE_PREFIX):
+            module = importlib.import_module('nova_cellsched.compat.%s'
+                                             % info.name)
+            found.append(Release(module.RELEASE, module.ADAPTER,
+                                 dict(module.HASHES)))
+    return tuple(sorted(found, key=lambda r: version_key(r.version)))
+
+
+def _package_path() -> list[str]:
+    package = importlib.import_module('nova_cellsched.compat')
+    return list(package.__path__)
+
+
+# What is installed -------------------------------------------------------
+
+@dataclasses.dataclass
+class _Put:
+    """One target while its part is on: how to take it out again."""
+
+    target: parts_mod.Target
+    owner: Any
+    ours: Any
+    had: bool = True
+    original: Any = None
+
+
+@dataclasses.dataclass
+class _On:
+    part: parts_mod.Part
+    adapter: str | None
+    put: list[_Put]
+    asked: bool
+
+
+_ON: dict[str, _On] = {}
+#: ``module.Class.attribute`` -> nova's own, while replaced.
+_ORIGINALS: dict[str, Any] = {}
+
+
+def is_on(name: str) -> bool:
+    """Whether part *name* is installed in this process."""
+    return name in _ON
+
+
+def on() -> list[str]:
+    """The parts installed in this process, in declaration order."""
+    return [part.name for part in parts_mod.PARTS if part.name in _ON]
+
+
+def original(owner: str, attribute: str) -> Any:
+    """nova's own ``owner.attribute`` (a plain function, not a wrapper).
+
+    While a part replaces it, the one it replaced; otherwise what nova
+    has now. *owner* as in :class:`.parts.Swap`.
+    """
+    found = _ORIGINALS.get('%s.%s' % (owner.replace(':', '.'), attribute))
+    if found is None:
+        found = inspect.getattr_static(_owner(owner), attribute)
+    if isinstance(found, (staticmethod, classmethod)):
+        return found.__func__
+    return found
+
+
+def _owner(spec: str) -> Any:
+    module, _, qualname = spec.partition(':')
+    return hashing.resolve(module, qualname)
+
+
+def _ours(spec: str, adapter_name: str | None) -> Any:
+    module, _, name = spec.partition(':')
+    if module == 'adapter':
+        if adapter_name is None:
+            raise LookupError('no tested release has an adapter for %s'
+                              % spec)
+        module = 'nova_cellsched.compat.%s' % adapter_name
+    return hashing.resolve(module, name)
+
+
+# Checking ----------------------------------------------------------------
+
+def _value(source: parts_mod.Source) -> Any:
+    """The relied-on source as nova has it (its own while replaced)."""
+    if source.name in _ORIGINALS:
+        return _ORIGINALS[source.name]
+    return hashing.resolve(source.module, source.path)
+
+
+def source_problems(part: parts_mod.Part,
+                    releases: Iterable[Release] | None = None
+                    ) -> tuple[list[str], str | None]:
+    """What of *part*'s sources equals no tested version, and its adapter.
+
+    :returns: (one line per source that is missing, unreadable or whose
+        source is not one tested version of it; the adapter module of
+        the newest release whose versions all of them equal, else of the
+        newest release).
+    """
+    releases = tuple(tested() if releases is None else releases)
+    problems, fits = _match(part, releases)
+    ordered = sorted(releases, key=lambda r: version_key(r.version))
+    chosen = [r for r in ordered if r.version in fits] or ordered
+    return problems, (chosen[-1].adapter if chosen else None)
+
+
+def releases_matching(names: Iterable[str]) -> list[str]:
+    """The tested releases whose versions all sources of *names* equal.
+
+    Oldest first; the parts *names* require count too.
+    """
+    releases = tested()
+    fits = {r.version for r in releases}
+    for name in _with_requirements(names):
+        fits &= _match(parts_mod.BY_NAME[name], releases)[1]
+    return [r.version for r in releases if r.version in fits]
+
+
+def _match(part: parts_mod.Part, releases: tuple[Release, ...]
+           ) -> tuple[list[str], set[str]]:
+    """(:func:`source_problems`' problems, the releases all sources equal)."""
+    problems = []
+    fits = {r.version for r in releases}
+    for source in part.sources:
+        try:
+            value = _value(source)
+        except (ImportError, AttributeError) as exc:
+            problems.append('%s is missing (%s)' % (source.name, exc))
+            fits.clear()
+            continue
+        try:
+            digest = hashing.source_hash(value)
+        except (OSError, TypeError) as exc:
+            problems.append('the source of %s cannot be read (%s)'
+                            % (source.name, exc))
+            fits.clear()
+            continue
+        known = [(r.version, r.hashes[source.name]) for r in releases
+                 if source.name in r.hashes]
+        matching = {version for version, h in known if h == digest}
+        fits &= matching
+        if matching:
+            continue
+        if not known:
+            problems.append('%s has no tested hash' % source.name)
+            continue
+        signature = (hashing.signature(value)
+                     if inspect.isfunction(value) else '')
+        problems.append(
+            '%s%s: source differs from the tested ones (sha256 expected %s, '
+            'found %s; relied on: %s)'
+            % (source.name, signature,
+               ' or '.join('%s (nova %s)' % (h[:16], v) for v, h in known),
+               digest[:16], source.why))
+    return problems, fits
+
+
+def _own_problems(part: parts_mod.Part) -> tuple[list[str], str | None]:
+    problems, adapter_name = source_problems(part)
+    for spec in part.checks:
+        problems.extend(_ours(spec, None)())
+    return problems, adapter_name
+
+
+def _with_requirements(names: Iterable[str]) -> list[str]:
+    """*names* and the parts they require, requirements first."""
+    wanted: list[str] = []
+
+    def add(name: str) -> None:
+        if name not in parts_mod.BY_NAME:
+            raise KeyError('no nova-cellsched part %r (parts: %s)'
+                           % (name, ', '.join(parts_mod.BY_NAME)))
+        for required in parts_mod.BY_NAME[name].requires:
+            add(required)
+        if name not in wanted:
+            wanted.append(name)
+
+    for name in names:
+        add(name)
+    return wanted
+
+
+def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Per part (and the parts it requires): why it cannot be on.
+
+    An empty list: the part fits the running nova. A part whose required
+    part does not fit has that part's problems. Changes nothing.
+    """
+    wanted = _with_requirements(
+        [p.name for p in parts_mod.PARTS] if names is None else names)
+    found: dict[str, list[str]] = {}
+    with LOCK:
+        for name in wanted:
+            part = parts_mod.BY_NAME[name]
+            problems = []
+            for required in part.requires:
+                problems.extend(found[required])
+            problems.extend(_own_problems(part)[0])
+            found[name] = problems
+    return found
+
+
+def adapter(name: str) -> types.ModuleType | None:
+    """The per-release adapter part *name* uses (on or not)."""
+    if name in _ON:
+        chosen = _ON[name].adapter
+    else:
+        chosen = source_problems(parts_mod.BY_NAME[name])[1]
+    if chosen is None:
+        return None
+    return importlib.import_module('nova_cellsched.compat.%s' % chosen)
+
+
+# Installing and restoring -------------------------------------------------
+
+def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
+    """Put *part*'s targets into nova; all or none."""
+    import sqlalchemy as sa
+
+    done: list[_Put] = []
+    try:
+        for target in part.targets:
+            if isinstance(target, parts_mod.Listen):
+                owner = _owner(target.target)
+                ours = _ours(target.listener, adapter_name)
+                put = _Put(target, owner, ours,
+                           had=sa.event.contains(owner, target.event, ours))
+                if not put.had:
+                    sa.event.listen(owner, target.event, ours)
+            elif isinstance(target, parts_mod.Append):
+                owner = getattr(_owner(target.owner), target.attribute)
+                ours = _ours(target.replacement, adapter_name)
+                if not isinstance(owner, list):
+                    raise TypeError(
+                        '%s is %s, expected a list'
+                        % (target.name, type(owner).__name__))
+                put = _Put(target, owner, ours)
+                for index, entry in enumerate(owner):
+                    if _same_function(entry, ours):
+                        put.original = entry
+                        owner[index] = ours
+                        break
+                else:
+                    put.had = False
+                    owner.append(ours)
+            else:
+                owner = _owner(target.owner)
+                saved = (owner.__dict__.get(target.attribute)
+                         if isinstance(owner, type)
+                         else getattr(owner, target.attribute, None))
+                had = (target.attribute in owner.__dict__
+                       if isinstance(owner, type)
+                       else hasattr(owner, target.attribute))
+                if not had and not isinstance(owner, type):
+                    raise AttributeError('%s is missing' % target.name)
+                nova_own = original(target.owner, target.attribute)
+                ours = _ours(target.replacement, adapter_name)
+                if target.wraps:
+                    ours = ours(target.attribute, nova_own)
+                if target.static:
+                    ours = staticmethod(ours)
+                put = _Put(target, owner, ours, had=had, original=saved)
+                setattr(owner, target.attribute, ours)
+                _ORIGINALS[target.name] = (saved if had else nova_own)
+            done.append(put)
+    except Exception:
+        _undo(done)
+        raise
+    return done
+
+
+def _same_function(entry: Any, ours: Any) -> bool:
+    return bool(getattr(entry, '__module__', None) == ours.__module__ and
+                getattr(entry, '__name__', None) == ours.__name__)
+
+
+def _undo(put: list[_Put]) -> None:
+    """Take *put* out of nova, last first; only what is still ours."""
+    import sqlalchemy as sa
+
+    for one in reversed(put):
+        target = one.target
+        if isinstance(target, parts_mod.Listen):
+            if not one.had and sa.event.contains(one.owner, target.event,
+                                                 one.ours):
+                sa.event.remove(one.owner, target.event, one.ours)
+        elif isinstance(target, parts_mod.Append):
+            if one.ours in one.owner:
+                index = one.owner.index(one.ours)
+                if one.had:
+                    one.owner[index] = one.original
+                else:
+                    del one.owner[index]
+        else:
+            current = (one.owner.__dict__.get(target.attribute)
+                       if isinstance(one.owner, type)
+                       else getattr(one.owner, target.attribute, None))
+            if current is one.ours:
+                if one.had:
+                    setattr(one.owner, target.attribute, one.original)
+                else:
+                    delattr(one.owner, target.attribute)
+            _ORIGINALS.pop(target.name, None)
+
+
+def install(names: Iterable[str], warn: bool = True
+            ) -> dict[str, list[str]]:
+    """Put the parts *names* (and those they require) into nova.
+
+    Idempotent and thread-safe. Each part is checked (:func:`check`)
+    and installed only if it fits and its required parts are on; a part
+    that does not stays off alone. With *warn*, each part of *names*
+    that stays off logs one WARNING: what differs, what nova does
+    meanwhile, what to do.
+
+    :returns: per part (of *names* and their requirements), the
+        problems that keep it off; [] for a part that is on.
+    """
+    asked = list(names)
+    found: dict[str, list[str]] = {}
+    with LOCK:
+        for name in _with_requirements(asked):
+            part = parts_mod.BY_NAME[name]
+            if name in _ON:
+                _ON[name].asked = _ON[name].asked or name in asked
+                found[name] = []
+                continue
+            missing = [r for r in part.requires if r not in _ON]
+            if missing:
+                found[name] = ['needs %s, which is off' % r
+                               for r in missing]
+                continue
+            problems, adapter_name = _own_problems(part)
+            if not problems:
+                try:
+                    put = _apply(part, adapter_name)
+                except (ImportError, AttributeError, LookupError,
+                        TypeError) as exc:
+                    problems = ['%s could not be put into nova (%s)'
+                                % (name, exc)]
+                else:
+                    _ON[name] = _On(part, adapter_name, put,
+                                    asked=name in asked)
+            found[name] = problems
+        _release_unneeded()
+    if warn:
+        for name in asked:
+            if found[name]:
+                part = parts_mod.BY_NAME[name]
+                LOG.warning(
+                    "nova-cellsched's part %s, which %s, is off: %s. "
+                    'Meanwhile %s. To fix: %s.', name, part.what,
+                    '; '.join(found[name]), part.off, HOW_TO_FIX)
+    return found
+
+
+def restore(names: Iterable[str] | None = None) -> list[str]:
+    """Give nova back its own for *names* (default: every part).
+
+    Also the parts that require them, and the parts installed only as a
+    requirement that nothing on needs any more. Only what is still
+    ours is put back (a later swap by someone else stays).
+
+    :returns: the parts taken out, in the order they were.
+    """
+    with LOCK:
+        gone = set(_ON) if names is None else set(names)
+        # What requires a part taken out goes too.
+        changed = True
+        while changed:
+            changed = False
+            for name, record in _ON.items():
+                if name not in gone and gone & set(record.part.requires):
+                    gone.add(name)
+                    changed = True
+        taken = [name for name in reversed(list(_ON)) if name in gone]
+        for name in taken:
+            _undo(_ON.pop(name).put)
+        taken += _release_unneeded()
+        return taken
+
+
+def _release_unneeded() -> list[str]:
+    """Take out parts not asked for that no part on requires."""
+    taken = []
+    changed = True
+    while changed:
+        changed = False
+        needed = {r for record in _ON.values() for r in record.part.requires}
+        for name in reversed(list(_ON)):
+            if not _ON[name].asked and name not in needed:
+                _undo(_ON.pop(name).put)
+                taken.append(name)
+                changed = True
+                break
+    return taken
+
+
+@contextlib.contextmanager
+def temporarily(name: str) -> Iterator[None]:
+    """Part *name* on inside the block, unchecked; as it was after.
+
+    For the lister's self-test, which pages through the keyset part
+    before anything is installed.
+    """
+    with LOCK:
+        if name in _ON:
+            put = None
+        else:
+            part = parts_mod.BY_NAME[name]
+            adapter_name = source_problems(part)[1]
+            put = _apply(part, adapter_name)
+            _ON[name] = _On(part, adapter_name, put, asked=True)
+    try:
+        yield
+    finally:
+        if put is not None:
+            with LOCK:
+                if name in _ON and _ON[name].put is put:
+                    _undo(_ON.pop(name).put)

@@ -1,0 +1,128 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The hasher: one SHA-256 per relied-on source, stable across moves.
+
+:func:`source_hash` is what the per-release tables
+(``sources_nova*.py``) hold for each relied-on source: the SHA-256 of
+its source (:func:`source_text`) with indentation, blank lines and
+comment lines taken out (:func:`normalise`), so that moving a
+function, reindenting it or editing a comment on a line of its own is
+not a change and any other edit is. Pure: imports what it is asked to
+hash, nothing else.
+"""
+
+import ast
+import functools
+import hashlib
+import importlib
+import importlib.metadata
+import inspect
+import linecache
+import textwrap
+import tokenize
+from typing import Any
+
+
+def nova_version() -> str:
+    """The installed nova's version, or ``unknown``."""
+    try:
+        return importlib.metadata.version('nova')
+    except importlib.metadata.PackageNotFoundError:
+        return 'unknown'
+
+
+def resolve(module_name: str, path: str) -> Any:
+    """``module.path`` (dotted through attributes); the module if no path.
+
+    :raises ImportError, AttributeError: it is missing.
+    """
+    found: Any = importlib.import_module(module_name)
+    for part in path.split('.') if path else ():
+        found = getattr(found, part)
+    return found
+
+
+def normalise(source: str) -> str:
+    """*source* without indentation, blank lines and comment lines.
+
+    So that moving a function, reindenting it or editing a comment on a
+    line of its own does not count as a change; any other edit does.
+    """
+    lines = (line.strip() for line in textwrap.dedent(source).splitlines())
+    return '\n'.join(line for line in lines
+                     if line and not line.startswith('#'))
+
+
+@functools.lru_cache(maxsize=16)
+def _classes_in(filename: str) -> dict[str, tuple[int, int]]:
+    """Top-level classes of a source file: name -> (first, last) line.
+
+    What ``inspect.getsource`` finds for a class (decorators included),
+    with the file parsed once rather than once per class.
+    """
+    with tokenize.open(filename) as handle:
+        tree = ast.parse(handle.read())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+            first = min([node.lineno] +
+                        [d.lineno for d in node.decorator_list])
+            found[node.name] = (first, node.end_lineno)
+    return found
+
+
+def _class_source(cls: type) -> str:
+    filename = inspect.getsourcefile(cls)
+    span = _classes_in(filename).get(cls.__name__) if filename else None
+    if filename is None or span is None or cls.__qualname__ != cls.__name__:
+        return inspect.getsource(cls)
+    lines = linecache.getlines(filename)
+    return ''.join(lines[span[0] - 1:span[1]])
+
+
+def source_text(value: Any) -> str:
+    """What :func:`source_hash` hashes: source, or repr for a value.
+
+    Functions are unwrapped (nova's DB API and API decorators keep the
+    original in ``__wrapped__``); their source starts at their
+    decorators. A module is its whole source.
+
+    :raises OSError: the source is not installed (``.pyc`` only).
+    :raises TypeError: neither code nor a plain value.
+    """
+    if isinstance(value, (staticmethod, classmethod)):
+        value = value.__func__
+    if inspect.ismodule(value):
+        return normalise(inspect.getsource(value))
+    if inspect.isclass(value):
+        return normalise(_class_source(value))
+    if callable(value):
+        return normalise(inspect.getsource(inspect.unwrap(value)))
+    if isinstance(value, (list, tuple, str, int, frozenset, set, dict)):
+        if isinstance(value, (set, frozenset)):
+            return repr(sorted(value))
+        return repr(value)
+    raise TypeError('cannot fingerprint %r' % (value,))
+
+
+def source_hash(value: Any) -> str:
+    """SHA-256 (hex) of :func:`source_text`."""
+    return hashlib.sha256(source_text(value).encode('utf-8')).hexdigest()
+
+
+def signature(value: Any) -> str:
+    """*value*'s parameters as ``(a, b=1)``; ``(unknown)`` if none."""
+    try:
+        return str(inspect.signature(inspect.unwrap(value)))
+    except (TypeError, ValueError):
+        return '(unknown)'

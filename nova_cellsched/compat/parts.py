@@ -1,0 +1,541 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""What nova-cellsched replaces in nova, and what of nova it relies on.
+
+The one declarative list (:data:`PARTS`). Each :class:`Part` names
+
+- its **targets**: every attribute of nova (or listener of SQLAlchemy,
+  or entry of a nova list) it puts something of its own into, and what;
+- its **sources**: every nova function, class or value (and the few
+  library ones) whose code it relies on beyond the signature, and why.
+  Their hashes per tested nova release are in ``sources_nova*.py``; a
+  part is on only if each of its sources equals one tested version;
+- the parts it **requires** (off with them), its extra **checks**, and
+  what nova does while it is **off**.
+
+:mod:`.core` reads this list and nothing else to check, install and
+restore; ``tests/unit/compat`` proves it complete (every attribute of
+nova that changes on install is declared here). A replacement named
+``adapter:NAME`` is ``NAME`` of the per-release adapter chosen for the
+running nova (:mod:`.nova34` today): the code that differs between
+nova releases lives there, so a new release is a new adapter file and
+a new ``sources_nova*.py``.
+
+Importing this module imports neither nova nor the replacements.
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A nova (or library) function, class, value or module relied on.
+
+    :ivar module: its module, e.g. ``nova.context``.
+    :ivar path: the attribute path in it (``API.get_all``); empty for
+        the module itself.
+    :ivar why: what the part relies on it doing.
+    """
+
+    module: str
+    path: str
+    why: str
+
+    @property
+    def name(self) -> str:
+        """``module.path``: its key in the ``sources_nova*`` tables."""
+        return '%s.%s' % (self.module, self.path) if self.path else (
+            self.module)
+
+
+@dataclasses.dataclass(frozen=True)
+class Swap:
+    """``owner.attribute`` is *replacement* while the part is on.
+
+    :ivar owner: ``module`` or ``module:Class`` (a class of it).
+    :ivar replacement: ``module:name`` of ours, or ``adapter:name``
+        (of the per-release adapter).
+    :ivar wraps: *replacement* is a factory, called once at install
+        with (attribute, nova's original) and answering what is put in.
+    :ivar static: put in as a ``staticmethod``.
+    """
+
+    owner: str
+    attribute: str
+    replacement: str
+    wraps: bool = False
+    static: bool = False
+
+    @property
+    def name(self) -> str:
+        """``module.Class.attribute``, as a :class:`Source` names it."""
+        return '%s.%s' % (self.owner.replace(':', '.'), self.attribute)
+
+
+@dataclasses.dataclass(frozen=True)
+class Listen:
+    """*listener* listens to *event* of *target* while the part is on.
+
+    ``sqlalchemy.event.listen(target, event, listener)``: SQLAlchemy's
+    own hook, so nothing of nova changes.
+    """
+
+    target: str
+    event: str
+    listener: str
+
+    @property
+    def name(self) -> str:
+        return '%s %s event' % (self.target.replace(':', '.'), self.event)
+
+
+@dataclasses.dataclass(frozen=True)
+class Append:
+    """*replacement* is an entry of the list ``owner.attribute`` while on.
+
+    An entry of the same module and name (left by an earlier import of
+    ours) is replaced in place, not added again.
+    """
+
+    owner: str
+    attribute: str
+    replacement: str
+
+    @property
+    def name(self) -> str:
+        return '%s.%s' % (self.owner.replace(':', '.'), self.attribute)
+
+
+Target = Swap | Listen | Append
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One thing nova-cellsched does inside a nova service.
+
+    :ivar name: how logs, ``check --api-paste`` and the code name it.
+    :ivar what: what it does, one line.
+    :ivar off: what nova does while it is off, one line.
+    :ivar service: the nova service it runs in.
+    :ivar targets: what it puts into nova (:class:`Swap`,
+        :class:`Listen`, :class:`Append`).
+    :ivar sources: what of nova it relies on.
+    :ivar requires: parts it needs on (installed before it).
+    :ivar checks: ``module:function`` answering a list of problems
+        beyond the sources (a signature, the thread model); run by
+        every check.
+    :ivar install_checks: the same, run only when installing (the
+        lister's self-test), with the required parts on.
+    """
+
+    name: str
+    what: str
+    off: str
+    service: str
+    targets: tuple[Target, ...]
+    sources: tuple[Source, ...]
+    requires: tuple[str, ...] = ()
+    checks: tuple[str, ...] = ()
+    install_checks: tuple[str, ...] = ()
+
+
+_VIEWS = 'nova.api.openstack.compute.views.servers'
+_SERVERS = 'nova.api.openstack.compute.servers'
+
+
+PARTS: tuple[Part, ...] = (
+    Part(
+        name='guard',
+        what='bounds the I/O of PyMySQL connections (api.guard.io_timeout)',
+        off='connections wait as long as the driver lets them',
+        service='nova-api',
+        targets=(
+            Listen('sqlalchemy.engine:Engine', 'do_connect',
+                   'nova_cellsched.api.guard:_on_do_connect'),
+            Listen('sqlalchemy.pool:Pool', 'checkout',
+                   'nova_cellsched.api.guard:_on_checkout'),
+        ),
+        sources=(),
+        checks=('nova_cellsched.compat.checks:guard_state',),
+    ),
+    Part(
+        name='keyset',
+        what="pages nova's instance query by sort values (api.keyset)",
+        off="nova's instance query pages as oslo.db does",
+        service='nova-api',
+        targets=(
+            Swap('nova.db.main.api', 'sqlalchemyutils',
+                 'nova_cellsched.api.keyset:_PROXY'),
+        ),
+        sources=(
+            Source('nova.db.main.api', 'instance_get_all_by_filters_sort',
+                   'reaches paginate_query through sqlalchemyutils, calls '
+                   'only .all() on its answer, then '
+                   '_instances_fill_metadata'),
+            # SQLAlchemy's, not nova's: keyset.one_row_per_instance reads
+            # two attributes of the legacy Query that have no public
+            # reader; these are their only writers (nova's tag filters
+            # join, its eager loads are options). The self-test's
+            # tags-any case runs it.
+            Source('sqlalchemy.orm.query', 'Query.join',
+                   'appends each join() to Query._setup_joins '
+                   '(keyset.one_row_per_instance reads it)'),
+            Source('sqlalchemy.orm.query', 'Query.options',
+                   'appends the loader options to Query._with_options '
+                   '(keyset.one_row_per_instance reads it)'),
+        ),
+        checks=('nova_cellsched.compat.checks:keyset_fits',),
+    ),
+    Part(
+        name='lister',
+        what='lists servers for nova-api (api.instance_list)',
+        off="nova's own lister serves the server lists",
+        service='nova-api',
+        targets=(
+            Swap('nova.compute.instance_list', 'get_instance_objects_sorted',
+                 'nova_cellsched.api.instance_list:'
+                 'get_instance_objects_sorted'),
+            Swap('nova.compute.instance_list', 'get_instances_sorted',
+                 'nova_cellsched.api.instance_list:get_instances_sorted'),
+            Swap('nova.context', 'scatter_gather_cells',
+                 'nova_cellsched.api.instance_list:scatter_gather_cells'),
+        ),
+        requires=('guard', 'keyset'),
+        install_checks=('nova_cellsched.compat.checks:lister_self_test',),
+        sources=(
+            Source('nova.compute.instance_list',
+                   'get_instance_objects_sorted',
+                   'replaced: ours keeps its cells, batch, joins, fault '
+                   'handling and (InstanceList, down cells) answer'),
+            Source('nova.compute.instance_list', 'get_instances_sorted',
+                   'replaced: ours answers (lister, rows) as it does'),
+            Source('nova.compute.instance_list', 'InstanceSortContext',
+                   'the default order and uuid appended (sort_order)'),
+            Source('nova.compute.instance_list', 'InstanceLister',
+                   'its marker lookup, which ours repeats'),
+            Source('nova.compute.multi_cell_list', 'RecordSortContext',
+                   'keeps the sort keys and directions as given'),
+            Source('nova.compute.multi_cell_list', 'CrossCellLister',
+                   'down cells and their error, which ours repeats; the '
+                   'cells_* properties its callers read'),
+            Source('nova.compute.api', 'API.get_all',
+                   'calls get_instance_objects_sorted through the module '
+                   'attribute'),
+            Source('nova.context', 'scatter_gather_cells',
+                   'wrapped: its results (did_not_respond_sentinel, '
+                   'exceptions)'),
+            Source('nova.context', 'target_cell',
+                   'the targeted copy stays usable after the block'),
+            Source('nova.context', 'set_target_cell',
+                   "CELL_CACHE: each cell's engine, kept by nova"),
+            Source('nova.context', 'load_cells', 'fills CELLS'),
+            Source('nova.db.main.api', '_instances_fill_metadata',
+                   'without manual joins, only copies each row into a '
+                   'dict'),
+            Source('nova.db.main.api', '_manual_join_columns',
+                   'the joins nova makes by hand'),
+            Source('nova.db.main.api', '_instance_metadata_get_multi',
+                   'the query the rows loader reads metadata with'),
+            Source('nova.db.main.api', '_instance_system_metadata_get_multi',
+                   'the query the rows loader reads system metadata with'),
+            Source('nova.db.main.api', '_exact_instance_filter',
+                   'filters of the query the rows loader re-selects '
+                   'columns from'),
+            Source('nova.db.main.api', '_regex_instance_filter',
+                   'filters of the query the rows loader re-selects '
+                   'columns from'),
+            Source('nova.db.main.api', 'instance_get_by_uuid',
+                   'reads the marker row'),
+            Source('nova.db.main.api', '_instance_get_by_uuid',
+                   'reads the marker row'),
+            Source('nova.db.utils', 'process_sort_params',
+                   'the order every batch is read in'),
+            Source('nova.db.main.models', 'Instance',
+                   'columns (sort keys), relationships info_cache, '
+                   'services, tags, extra and their joins'),
+            Source('nova.db.main.models', 'InstanceExtra',
+                   'columns, which are deferred'),
+            Source('nova.db.main.models', 'InstanceInfoCache', 'columns'),
+            Source('nova.db.main.models', 'Tag', 'columns'),
+            Source('nova.db.main.models', 'Service', 'columns'),
+            Source('nova.db.main.models', 'InstanceMetadata', 'columns'),
+            Source('nova.db.main.models', 'InstanceSystemMetadata',
+                   'columns'),
+            Source('nova.objects.instance', '_expected_cols',
+                   'the joins asked for'),
+            Source('nova.objects.instance',
+                   '_INSTANCE_OPTIONAL_JOINED_FIELDS',
+                   'the joins rows.supports knows'),
+            Source('nova.objects.instance', '_INSTANCE_EXTRA_FIELDS',
+                   'the extra.<column> joins'),
+            Source('nova.objects.instance', '_make_instance_list',
+                   'builds the objects from rows or dicts'),
+            Source('nova.objects.instance', 'Instance._from_db_object',
+                   'reads only keys; never reads the security_groups join'),
+            Source('nova.objects.instance',
+                   'Instance._extra_attributes_from_db_object',
+                   'reads instance_extra from a dict'),
+            Source('nova.objects.instance_info_cache',
+                   'InstanceInfoCache._from_db_object', 'reads a dict'),
+            Source('nova.objects.tag', 'Tag._from_db_object',
+                   'reads a dict'),
+            Source('nova.objects.service', 'Service._from_db_object',
+                   'reads a dict'),
+            Source('nova.objects.base', 'obj_make_list',
+                   'builds lists from dicts'),
+            Source('nova.utils', 'instance_meta', 'takes a dict as it is'),
+            Source('nova.utils', 'instance_sys_meta',
+                   'takes a dict as it is'),
+        ),
+    ),
+    Part(
+        name='view',
+        what="reads what the server list's view shows from the listed "
+             'cells only (api.view)',
+        off="nova's view builder reads faults, volumes and request specs "
+            'from every cell',
+        service='nova-api',
+        targets=(
+            Swap(_VIEWS + ':ViewBuilder',
+                 '_get_instance_bdms_in_multiple_cells',
+                 'nova_cellsched.api.view:get_instance_bdms_in_multiple_cells',
+                 static=True),
+            Swap(_VIEWS + ':ViewBuilder', '_list_view', 'adapter:list_view'),
+            Swap(_VIEWS + ':ViewBuilder', 'index',
+                 'nova_cellsched.api.view:timed', wraps=True),
+            Swap(_VIEWS + ':ViewBuilder', 'detail',
+                 'nova_cellsched.api.view:timed', wraps=True),
+            Swap('nova.objects.instance:InstanceList', 'fill_faults',
+                 'adapter:fill_faults'),
+        ),
+        requires=('lister',),
+        sources=(
+            Source(_VIEWS, 'ViewBuilder._list_view',
+                   "nova34.list_view is its copy, but for the request "
+                   "specs' fields"),
+            Source(_VIEWS, 'ViewBuilder.index',
+                   'timed as the view phase; calls _list_view'),
+            Source(_VIEWS, 'ViewBuilder.detail',
+                   'timed as the view phase; calls '
+                   '_get_instance_bdms_in_multiple_cells and passes its '
+                   'answer to the view'),
+            Source(_VIEWS, 'ViewBuilder._get_instance_bdms_in_multiple_cells',
+                   'replaced: asks the cells of the servers for their '
+                   'mappings, logs a failed cell'),
+            Source(_VIEWS, 'ViewBuilder._add_volumes_attachments',
+                   "reads only a mapping's volume_id and "
+                   'delete_on_termination, by key'),
+            Source(_VIEWS, 'ViewBuilder._get_pinned_az',
+                   'takes the prefetched zone, AZ_NOT_IN_REQUEST_SPEC for '
+                   'none'),
+            Source(_VIEWS, 'ViewBuilder._get_scheduler_hints',
+                   'takes the prefetched hints, '
+                   'SCHED_HINTS_NOT_IN_REQUEST_SPEC for none'),
+            Source('nova.objects.block_device',
+                   'BlockDeviceMappingList.bdms_by_instance_uuid',
+                   'groups get_by_instance_uuids by instance, in query '
+                   'order'),
+            Source('nova.objects.block_device',
+                   'BlockDeviceMappingList.get_by_instance_uuids',
+                   "nova's block device mapping query, unchanged"),
+            Source('nova.objects.block_device',
+                   'BlockDeviceMapping._from_db_object',
+                   'copies the columns (writes a uuid where none)'),
+            Source('nova.db.main.api',
+                   'block_device_mapping_get_all_by_instance_uuids',
+                   'the query view._bdm_rows repeats for three columns'),
+            Source('nova.db.main.api', '_block_device_mapping_get_query',
+                   "model_query with the context's deleted filter, no "
+                   'joins'),
+            Source('nova.db.main.models', 'BlockDeviceMapping',
+                   'instance_uuid, volume_id, delete_on_termination'),
+            Source('nova.objects.block_device', 'BlockDeviceMapping',
+                   'delete_on_termination is a non-nullable boolean'),
+            Source('nova.objects.request_spec',
+                   'RequestSpec.get_by_instance_uuids',
+                   'one _from_db_object per row of '
+                   '_get_by_instance_uuids_from_db'),
+            Source('nova.objects.request_spec',
+                   'RequestSpec._get_by_instance_uuids_from_db',
+                   'the query view._spec_rows repeats for three columns'),
+            Source('nova.objects.request_spec', 'RequestSpec._from_db_object',
+                   "availability_zone and scheduler_hints are the "
+                   "primitive's, but for a server group (looked up, may "
+                   'pop the group hint)'),
+            Source('nova.objects.request_spec', 'RequestSpec',
+                   'VERSION and the availability_zone and scheduler_hints '
+                   'fields'),
+            Source('nova.db.api.models', 'RequestSpec',
+                   'id, instance_uuid, spec'),
+            Source('nova.objects.instance', 'InstanceList.fill_faults',
+                   'replaced: nova34.fill_faults is its copy but for the '
+                   'cells asked'),
+            Source('nova.objects.instance_fault',
+                   'InstanceFaultList.get_latest_by_instance_uuids',
+                   "a cell's latest fault per server, whatever else is "
+                   'asked'),
+            Source('nova.db.main.api', 'instance_fault_get_by_instance_uuids',
+                   'the latest fault of each server, server by server'),
+            Source('nova.context', 'scatter_gather_all_cells',
+                   'every cell, with CELL_TIMEOUT'),
+        ),
+    ),
+    Part(
+        name='validation',
+        what='validates each server-list response once, compiled '
+             '(api.validation)',
+        off='nova validates server lists with its own decorators',
+        service='nova-api',
+        targets=(
+            Swap(_SERVERS + ':ServersController', 'index',
+                 'nova_cellsched.api.validation:_served', wraps=True),
+            Swap(_SERVERS + ':ServersController', 'detail',
+                 'nova_cellsched.api.validation:_served', wraps=True),
+        ),
+        checks=('nova_cellsched.compat.checks:validation_stack',),
+        sources=(
+            Source(_SERVERS, 'ServersController.index',
+                   "rebuilt: nova's decorators found in its stack, one "
+                   'validation for the response decorators'),
+            Source(_SERVERS, 'ServersController.detail',
+                   "rebuilt: nova's decorators found in its stack, one "
+                   'validation for the response decorators'),
+            Source('nova.api.openstack.wsgi', 'expected_errors',
+                   'applied again with the arguments of its stack'),
+            Source('nova.api.openstack.wsgi', 'JSONDictSerializer',
+                   'how nova serializes the body it validates'),
+            Source('nova.api.validation', '_schema_validation_helper',
+                   "decides whatever the compiled validator does not "
+                   'accept'),
+            Source('nova.api.validation', 'query_schema',
+                   'applied again with the arguments of its stack'),
+            Source('nova.api.validation', 'response_body_schema',
+                   "its range, its serialize-and-parse and its verdict, "
+                   'which the compiled one repeats'),
+            Source('nova.api.validation.validators', '',
+                   '_SchemaValidator and the format checks, whose '
+                   'verdicts on a string are remembered'),
+            Source('oslo_serialization.jsonutils', 'dumps',
+                   "the JSON nova's validation parses back"),
+            Source('oslo_serialization.jsonutils', 'to_primitive',
+                   "the JSON nova's validation parses back"),
+            Source('oslo_versionedobjects.fields', 'CoercedCollectionMixin',
+                   'the collections the views hand over'),
+            Source('oslo_versionedobjects.fields', 'CoercedDict',
+                   'the collections the views hand over'),
+            Source('oslo_versionedobjects.fields', 'CoercedList',
+                   'the collections the views hand over'),
+            Source('jsonschema._format', 'FormatChecker.check',
+                   'the format verdicts compile_schema remembers'),
+            Source('jsonschema._utils', 'equal', 'enum and const'),
+            Source('jsonschema._utils', 'find_additional_properties',
+                   'additionalProperties'),
+            Source('jsonschema._types', 'is_number', 'type number'),
+            Source('jsonschema._types', 'is_integer', 'type integer'),
+        ) + tuple(
+            Source('jsonschema._keywords', keyword,
+                   'the keyword compile_schema mirrors')
+            for keyword in (
+                'additionalProperties', 'allOf', 'anyOf', 'const', 'enum',
+                'format', 'items', 'maxItems', 'maxLength', 'maxProperties',
+                'maximum', 'minItems', 'minLength', 'minProperties',
+                'minimum', 'not_', 'oneOf', 'pattern', 'patternProperties',
+                'properties', 'required', 'type')),
+    ),
+    Part(
+        name='startup',
+        what="nova-api's start-up check of compute versions, cells in "
+             'parallel, I/O bounded (api.startup)',
+        off="nova-api's start-up check is nova's own (each cell may take "
+            "nova's CELL_TIMEOUT, and a frozen cell's thread stays in "
+            "oslo.db's retries)",
+        service='nova-api',
+        targets=(
+            Swap('nova.utils', 'raise_if_old_compute',
+                 'nova_cellsched.api.startup:raise_if_old_compute'),
+        ),
+        requires=('guard',),
+        sources=(
+            Source('nova.utils', 'raise_if_old_compute',
+                   'replaced while nova-api builds its application: ours '
+                   'keeps its scope, its zero for no compute and its '
+                   'TooOldComputeService (nova34.raise_if_too_old)'),
+            Source('nova.objects.service', 'get_minimum_version_all_cells',
+                   'its minimum: zero and None versions, and cells that do '
+                   'not answer, left out'),
+            Source('nova.objects.service',
+                   'Service._db_service_get_minimum_version',
+                   'the per-cell query ours runs'),
+            Source('nova.db.main.api', 'service_get_minimum_version',
+                   'the oldest version per binary of services not deleted, '
+                   'not forced down'),
+            Source('nova.api.openstack.wsgi_app', '_setup_service',
+                   'calls utils.raise_if_old_compute (looked up when '
+                   'called) and handles TooOldComputeService'),
+            Source('nova.api.openstack.wsgi_app', 'init_application',
+                   'runs _setup_service before it loads the paste '
+                   'pipeline'),
+        ),
+    ),
+    Part(
+        name='request_filter',
+        what='the placement pre-filter of the cells a request may use '
+             '(scheduler.request_filter)',
+        off='the [cellsched] placement pre-filter is not registered: '
+            'placement is asked as without the plugin, ProjectCellFilter '
+            'still filters the hosts',
+        service='nova-scheduler',
+        targets=(
+            Append('nova.scheduler.request_filter', 'ALL_REQUEST_FILTERS',
+                   'nova_cellsched.scheduler.request_filter:'
+                   'require_cell_aggregates'),
+        ),
+        sources=(
+            Source('nova.scheduler.request_filter', 'process_reqspec',
+                   'calls every entry of ALL_REQUEST_FILTERS, in order, '
+                   'before placement is asked'),
+            Source('nova.scheduler.request_filter', 'trace_request_filter',
+                   'decorates ours: logs and times it as it does nova\'s'),
+            Source('nova.objects.request_spec', 'Destination',
+                   'require_aggregates, append_forbidden_aggregates, cell, '
+                   'allow_cross_cell_move'),
+            Source('nova.scheduler.host_manager',
+                   'HostManager.get_host_states_by_uuids',
+                   'reads the hosts of requested_destination.cell only '
+                   '(without allow_cross_cell_move), so naming the one '
+                   'allowed cell reads one cell database'),
+            Source('nova.scheduler.host_manager',
+                   'HostManager._get_computes_for_cells',
+                   'reads the services and compute nodes of the cells it '
+                   'is given'),
+            Source('nova.scheduler.utils', 'resources_from_request_spec',
+                   'reads destination.cell only for a named host, which '
+                   'the pre-filter never sees'),
+        ),
+    ),
+)
+
+#: Parts by name.
+BY_NAME: dict[str, Part] = {part.name: part for part in PARTS}
+
+#: The parts the nova-api paste filter asks for.
+API_PARTS = ('lister', 'view', 'validation')
+
+
+def all_sources() -> tuple[Source, ...]:
+    """Every relied-on source once, in declaration order."""
+    seen: dict[str, Source] = {}
+    for part in PARTS:
+        for source in part.sources:
+            seen.setdefault(source.name, source)
+    return tuple(seen.values())

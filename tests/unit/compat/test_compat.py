@@ -1,0 +1,241 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""One declarative list, matched as a set, each part falling back alone."""
+
+import dataclasses
+import inspect
+import logging
+import sys
+
+import fixtures
+import nova.conf
+from nova import objects
+from oslo_config import fixture as config_fixture
+from oslotest import base
+import sqlalchemy as sa
+
+import nova_cellsched.api as cellsched_api
+from nova_cellsched import compat
+from nova_cellsched.compat import core
+from nova_cellsched.compat import parts
+
+CONF = nova.conf.CONF
+VIEWS = 'nova.api.openstack.compute.views.servers'
+
+
+def _get_pinned_az(self, context, instance, provided_az):
+    """nova's _get_pinned_az as a later release might change it."""
+    return provided_az or instance.availability_zone
+
+
+def _nova_attributes():
+    """(owner, attribute) -> id of every attribute of nova's modules.
+
+    Module attributes, and those of every class defined in a nova
+    module: what a swap into nova changes.
+    """
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == 'nova' or
+                                  name.startswith('nova.')):
+            continue
+        for key, value in list(vars(module).items()):
+            found[(name, key)] = id(value)
+            if (inspect.isclass(value) and
+                    getattr(value, '__module__', None) == name):
+                for attr, member in list(vars(value).items()):
+                    found[('%s:%s' % (name, value.__qualname__), attr)] = (
+                        id(member))
+    return found
+
+
+def _listeners():
+    """Our SQLAlchemy listeners that are in place now."""
+    return {(t.target, t.event) for p in parts.PARTS for t in p.targets
+            if isinstance(t, parts.Listen) and sa.event.contains(
+                core._owner(t.target), t.event,
+                core._ours(t.listener, None))}
+
+
+class _Base(base.BaseTestCase):
+
+    def _changed_pinned_az(self):
+        """nova's ViewBuilder._get_pinned_az is another function now.
+
+        Set by hand: fixtures.MonkeyPatch would give it the original's
+        ``__wrapped__``, which the hasher follows.
+        """
+        from nova.api.openstack.compute.views import servers as views
+        original = views.ViewBuilder.__dict__['_get_pinned_az']
+        views.ViewBuilder._get_pinned_az = _get_pinned_az
+        self.addCleanup(setattr, views.ViewBuilder, '_get_pinned_az',
+                        original)
+
+    def setUp(self):
+        super().setUp()
+        objects.register_all()
+        self.useFixture(config_fixture.Config(CONF)).config(
+            connection='sqlite://', group='database')
+        self.addCleanup(compat.restore)
+        self.addCleanup(cellsched_api.uninstall)
+
+
+class TestMatchedAsASet(_Base):
+
+    def _with_release(self, version, changes):
+        """The tested table plus *version*, its hashes changed so."""
+        (tested,) = core.tested()
+        other = dataclasses.replace(
+            tested, version=version,
+            hashes=dict(tested.hashes, **changes))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested',
+            lambda: tuple(sorted((tested, other),
+                                 key=lambda r: core.version_key(r.version)))))
+        return tested, other
+
+    def test_a_source_passes_if_it_equals_any_tested_version(self):
+        """Another tested release with another _list_view: ours passes.
+
+        The running nova's source equals the 34.0.0 version only; the
+        part fits, and its adapter is the one of the release whose
+        versions all its sources equal.
+        """
+        name = VIEWS + '.ViewBuilder._list_view'
+        self._with_release('35.0.0', {name: 'f' * 64})
+        self.assertEqual({'lister': [], 'guard': [], 'keyset': [],
+                          'view': []},
+                         compat.check(['view']))
+        self.assertEqual('nova_cellsched.compat.nova34',
+                         compat.adapter('view').__name__)
+        self.assertEqual(['34.0.0'], core.releases_matching(['view']))
+        self.assertEqual(['34.0.0', '35.0.0'],
+                         core.releases_matching(['startup']))
+
+    def test_an_untouched_point_release_passes_every_part(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'importlib.metadata.version', lambda name: '34.0.7'))
+        self.assertEqual([], [name for name, problems
+                              in compat.check().items() if problems])
+        self.assertTrue(cellsched_api.install())
+        self.assertEqual(['guard', 'keyset', 'lister', 'view', 'validation'],
+                         compat.on())
+
+
+class TestPerPartFallback(_Base):
+
+    def test_a_changed_view_function_turns_off_only_the_view_lookups(self):
+        """One WARNING naming the function and what to do; the rest on."""
+        self._changed_pinned_az()
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.assertTrue(cellsched_api.install())
+        self.assertEqual(['guard', 'keyset', 'lister', 'validation'],
+                         compat.on())
+        warnings = [line for line in logs.output.splitlines()
+                    if 'is off' in line]
+        self.assertEqual(1, len(warnings), logs.output)
+        self.assertIn("nova-cellsched's part view, which reads what the "
+                      "server list's view shows from the listed cells only",
+                      warnings[0])
+        self.assertIn(VIEWS + '.ViewBuilder._get_pinned_az(self, context, '
+                      'instance, provided_az): source differs from the '
+                      'tested ones', warnings[0])
+        self.assertIn("Meanwhile nova's view builder reads", warnings[0])
+        self.assertIn('To fix: install the nova-cellsched release tested '
+                      'with this nova', warnings[0])
+        (info,) = [line for line in logs.output.splitlines()
+                   if 'nova-cellsched serves' in line]
+        self.assertIn('parts on: guard, keyset, lister, validation;', info)
+        from nova.api.openstack.compute.views import servers as views
+        self.assertEqual(VIEWS,
+                         views.ViewBuilder.__dict__['_list_view'].__module__)
+
+    def test_check_says_which_part_is_off(self):
+        self._changed_pinned_az()
+        found = compat.check()
+        self.assertEqual(['view'], [n for n, p in found.items() if p])
+        self.assertIn('ViewBuilder._get_pinned_az', found['view'][0])
+
+    def test_a_changed_lister_source_turns_off_what_requires_it(self):
+        """The view lookups need the lister's listing: off with it."""
+        def _manual_join_columns(columns_to_join):
+            return [], list(columns_to_join)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.db.main.api._manual_join_columns', _manual_join_columns))
+        found = compat.install(['view', 'validation'], warn=False)
+        self.assertTrue(found['lister'])
+        self.assertEqual(['needs lister, which is off'], found['view'])
+        self.assertEqual([], found['validation'])
+        # Nothing half-installed: what only the lister needed is out.
+        self.assertEqual(['validation'], compat.on())
+
+
+class TestRestoreAndCompleteness(_Base):
+
+    def test_the_list_declares_every_attribute_installing_changes(self):
+        """Install changes nova's attributes exactly as PARTS says.
+
+        And restore gives nova back exactly the attributes it had.
+        """
+        # Once before, so that what installing imports is imported.
+        self.assertTrue(cellsched_api.install())
+        compat.install(['startup', 'request_filter'])
+        compat.restore()
+        cellsched_api.uninstall()
+        before = _nova_attributes()
+        from nova.scheduler import request_filter as nova_rf
+        filters = list(nova_rf.ALL_REQUEST_FILTERS)
+
+        self.assertTrue(cellsched_api.install())
+        found = compat.install(['startup', 'request_filter'])
+        self.assertEqual({'startup': [], 'guard': [], 'request_filter': []},
+                         found)
+        after = _nova_attributes()
+        changed = {key for key in after if after[key] != before.get(key)}
+        declared = {(t.owner, t.attribute) for p in parts.PARTS
+                    for t in p.targets if isinstance(t, parts.Swap)}
+        self.assertEqual(declared, changed)
+        self.assertEqual(
+            {(t.target, t.event) for p in parts.PARTS for t in p.targets
+             if isinstance(t, parts.Listen)}, _listeners())
+        appended = [f for f in nova_rf.ALL_REQUEST_FILTERS
+                    if f not in filters]
+        self.assertEqual([t.replacement.split(':')[1] for p in parts.PARTS
+                          for t in p.targets if isinstance(t, parts.Append)],
+                         [f.__name__ for f in appended])
+
+        self.assertEqual(sorted(p.name for p in parts.PARTS),
+                         sorted(compat.restore()))
+        self.assertEqual(before, _nova_attributes())
+        self.assertEqual(filters, nova_rf.ALL_REQUEST_FILTERS)
+        self.assertEqual(set(), _listeners())
+
+    def test_restore_leaves_a_later_swap_by_someone_else(self):
+        """Only what is still ours is put back."""
+        from nova.compute import instance_list as nova_instance_list
+
+        novas = nova_instance_list.get_instances_sorted
+        self.addCleanup(setattr, nova_instance_list, 'get_instances_sorted',
+                        novas)
+        self.assertTrue(cellsched_api.install())
+        theirs = object()
+        nova_instance_list.get_instances_sorted = theirs
+        compat.restore(['lister'])
+        self.assertIs(theirs, nova_instance_list.get_instances_sorted)
+
+    def test_a_part_asked_for_stays_when_its_dependant_goes(self):
+        compat.install(['guard'])
+        self.assertTrue(cellsched_api.install())
+        cellsched_api.uninstall()
+        self.assertEqual(['guard'], compat.on())
