@@ -66,6 +66,7 @@ from nova_cellsched.api import keyset
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
+from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
 from nova_cellsched.listing import lister
@@ -128,24 +129,9 @@ def io_timeout(cell_timeout: float | None) -> float | None:
     return IO_TIMEOUT_FACTOR * cell_timeout
 
 
-class Served:
-    """How many listings each lister answered in this process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {'cellsched': 0, 'nova': 0}
-
-    def count(self, lister: str) -> None:
-        with self._lock:
-            self._counts[lister] += 1
-
-    def snapshot(self) -> dict[str, int]:
-        """``{'cellsched': n, 'nova': m}``: listings served so far."""
-        with self._lock:
-            return dict(self._counts)
-
-
-SERVED = Served()
+#: How many listings each lister answered in this process:
+#: ``{'cellsched': n, 'nova': m}``.
+SERVED = counters.Counts(('cellsched', 'nova'))
 
 _EXECUTOR: concurrent.futures.Executor | None = None
 _EXECUTOR_LOCK = threading.Lock()

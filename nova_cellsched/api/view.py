@@ -71,33 +71,17 @@ from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
 from nova_cellsched.api import server_timing
+from nova_cellsched import counters
 
 LOG = logging.getLogger(__name__)
 
 
-class Used:
-    """How many lookups each way answered, in this process.
-
-    ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
-    specs read from their JSON here; ``request_specs_nova``: specs built
-    by nova's ``_from_db_object`` within a lookup of ours.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {'bdms': 0, 'faults': 0, 'request_specs': 0,
-                        'request_specs_nova': 0}
-
-    def count(self, what: str, n: int = 1) -> None:
-        with self._lock:
-            self._counts[what] += n
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._counts)
-
-
-USED = Used()
+#: How many lookups each way answered, in this process.
+#: ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
+#: specs read from their JSON here; ``request_specs_nova``: specs built
+#: by nova's ``_from_db_object`` within a lookup of ours.
+USED = counters.Counts(('bdms', 'faults', 'request_specs',
+                        'request_specs_nova'))
 
 
 def _options() -> tuple[bool, bool, bool]:
