@@ -42,7 +42,6 @@ What differs is how the cells are asked and how rows are read:
 
 import concurrent.futures
 import contextlib
-import contextvars
 import copy
 import threading
 import time
@@ -63,6 +62,7 @@ from oslo_log import log as logging
 
 from nova_cellsched.api import guard
 from nova_cellsched.api import keyset
+from nova_cellsched.api import request_state
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
@@ -90,28 +90,6 @@ STUCK = guard.StuckQueries()
 #: A worker's blocking calls on a cell end after this many
 #: ``list_cell_timeout``.
 IO_TIMEOUT_FACTOR = 2
-
-#: (request id, {server uuid: CellMapping}) of the last listing in this
-#: thread's (or green thread's) context, for :func:`listed_cells`.
-_LISTED: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = (
-    contextvars.ContextVar('cellsched_listed', default=None))
-
-
-def listed_cells(request_id: str | None) -> dict[str, Any] | None:
-    """Server uuid -> CellMapping of request *request_id*'s listing.
-
-    What this process's lister served in that request, so that the
-    request's view (:mod:`.view`) can ask each server's own cell; None
-    for any other request, a request with no id, or a request this
-    lister did not serve. A server listed twice (in two cells during a
-    cross-cell resize) maps to its first copy's cell, the copy nova's
-    compute API keeps and shows.
-    """
-    mark = _LISTED.get()
-    if request_id is None or mark is None or mark[0] != request_id:
-        return None
-    return mark[1]
-
 
 def io_timeout(cell_timeout: float | None) -> float | None:
     """Seconds any one blocking call of a worker on a cell may take.
@@ -477,10 +455,11 @@ class _Listing:
             after, first, batch_size, limit, self.key, self.spec.values_of,
             span=_span, grow=lister.batches_grow())
         self._report(cell_mappings)
-        # The rest of this request (faults, block device mappings) does
-        # not wait again for a cell the listing gave up on.
-        request_id = getattr(self.ctx, 'request_id', None)
-        guard.remember_given_up(request_id, self.lister.cells_timed_out)
+        state = request_state.current()
+        if state is not None:
+            # The rest of this request (faults, block device mappings)
+            # does not wait again for a cell the listing gave up on.
+            state.given_up = frozenset(self.lister.cells_timed_out)
         self._check_down(cell_down_support)
         # The view asks each listed server's own cell (:mod:`.view`).
         # A server in two cells (a cross-cell resize in flight) is shown
@@ -491,7 +470,8 @@ class _Listing:
         listed: dict[str, Any] = {}
         for _key, cell, row in page.picked:
             listed.setdefault(row['uuid'], mappings[cell])
-        _LISTED.set(None if request_id is None else (request_id, listed))
+        if state is not None:
+            state.listed = listed
         return [row for _key, _cell, row in page.picked]
 
     def _report(self, cell_mappings: Sequence[Any]) -> None:
@@ -631,14 +611,15 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
     their block device mappings, each with nova's ``CELL_TIMEOUT`` of
     60 s. A frozen cell the listing gave up on would make the request
     wait that long after all. Within the request whose listing gave up
-    on a cell (:func:`.guard.given_up`, by the context's request id),
-    that cell is not asked again: it is reported as not responding at
-    once (``did_not_respond_sentinel``), which nova's callers handle as
-    a cell that did not respond in time. Every other call, and every
-    call of any other request (quota counts, a server's own page), is
-    nova's function, unchanged.
+    on a cell (:attr:`.request_state.RequestState.given_up`), that cell
+    is not asked again: it is reported as not responding at once
+    (``did_not_respond_sentinel``), which nova's callers handle as a
+    cell that did not respond in time. Every other call, and every call
+    of any other request (quota counts, a server's own page), is nova's
+    function, unchanged.
     """
-    skipped = guard.given_up(getattr(context, 'request_id', None))
+    state = request_state.current()
+    skipped = frozenset() if state is None else state.given_up
     cell_mappings = list(cell_mappings)
     if not skipped or not any(cm.uuid in skipped for cm in cell_mappings):
         answer: dict[str, Any] = ORIGINAL_SCATTER_GATHER_CELLS(

@@ -48,7 +48,7 @@ whole objects for both:
   by nova's ``RequestSpec._from_db_object``, as before.
 
 All three apply only to a list this process's lister served in the same
-request (:func:`.instance_list.listed_cells`), and only where
+request (:attr:`.request_state.RequestState.listed`), and only where
 :mod:`.fingerprint` found nova's code the code this was built for (the
 view functions, the queries and the objects named there). What they
 leave out changes no response: nova's ``_from_db_object`` of a block
@@ -70,6 +70,7 @@ from typing import Any
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from nova_cellsched.api import request_state
 from nova_cellsched.api import server_timing
 from nova_cellsched import counters
 
@@ -100,8 +101,8 @@ def _options() -> tuple[bool, bool, bool]:
 
 def _listed(context: Any, uuids: Iterable[str]) -> dict[str, Any] | None:
     """Server uuid -> CellMapping, if this request's listing had them all."""
-    from nova_cellsched.api import instance_list
-    cells = instance_list.listed_cells(getattr(context, 'request_id', None))
+    state = request_state.current()
+    cells = None if state is None else state.listed
     if cells is None or any(uuid not in cells for uuid in uuids):
         return None
     return cells
