@@ -17,8 +17,10 @@ Entry points: :func:`filter_factory` (the paste filter named in nova's
 does, for tests and tools), :func:`served` (how many listings each
 lister answered). The parts: :mod:`.patch` checks nova and swaps the
 functions, :mod:`.instance_list` holds the replacements,
-:mod:`.keyset` pages nova's instance query by sort values, and
-:mod:`.guard` bounds what a hung cell can hold.
+:mod:`.keyset` pages nova's instance query by sort values,
+:mod:`.guard` bounds what a hung cell can hold, and
+:mod:`.request_state` is what one request's listing leaves for the rest
+of that request.
 """
 
 from collections.abc import Callable, Mapping
@@ -44,7 +46,9 @@ def filter_factory(global_conf: Mapping[str, Any],
                    **local_conf: Any) -> Callable[[WsgiApp], WsgiApp]:
     """paste.deploy filter factory: install, then time served lists.
 
-    Requests pass through to nova unchanged; a server list the
+    Requests pass through to nova unchanged, each in a request state of
+    its own (:mod:`.request_state`, what the lister leaves for the rest
+    of the request); a server list the
     replacement lister served gets a ``Server-Timing`` header, for the
     callers nova's policy lets see it and naming cells only for those it
     lets see cells (:mod:`.policies`), and a log line

@@ -14,7 +14,7 @@
 
 A thread cannot be killed: a query sent to a cell database that stops
 answering keeps its worker and its connection until the driver gives
-up. Three guards keep that bounded in a long-running nova-api worker:
+up. Two guards keep that bounded in a long-running nova-api worker:
 
 * :class:`StuckQueries` counts, per cell, the queries a listing gave up
   on that still run; at a cap the cell is reported down at once instead
@@ -36,18 +36,15 @@ up. Three guards keep that bounded in a long-running nova-api worker:
   settings. Other drivers keep theirs: for them, put a read timeout in the
   cell's database URL; :func:`warn_unbounded_cell` says so once per cell
   (:func:`unbounded_driver_advice` decides what to say).
-* :func:`remember_given_up` / :func:`given_up`: the cells a listing gave
-  up on, for the rest of that one request only (nova-api asks the
-  cells again for faults and block device mappings; waiting nova's 60 s
-  there for a cell the listing already gave up on would undo the
-  listing's bound). Other requests (quota counts, a server's own page)
-  never see them.
+
+The cells a listing gave up on, which the rest of that one request does
+not wait for again, are the request's state
+(:attr:`.request_state.RequestState.given_up`).
 """
 
 import collections
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 import contextlib
-import contextvars
 import dataclasses
 import math
 import threading
@@ -64,11 +61,6 @@ _local = threading.local()
 
 #: The socket timeout of a call made after the thread's deadline.
 _EXPIRED = 0.001
-
-#: (request id, cells its listing gave up on), for :func:`given_up`.
-_GIVEN_UP: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = (
-    contextvars.ContextVar('cellsched_given_up', default=None))
-
 
 class ConnectFailed(ConnectionError):
     """A connect to a cell database failed inside :func:`io_timeout`.
@@ -142,28 +134,6 @@ class StuckQueries:
             query.abandoned = True
             if query.started:
                 self._stuck[query.cell] += 1
-
-
-def remember_given_up(request_id: str | None, cells: Iterable[str]) -> None:
-    """The listing of request *request_id* gave up on *cells*.
-
-    Kept in this thread's (or green thread's) context, for
-    :func:`given_up` with the same request id; a later listing replaces
-    it.
-    """
-    _GIVEN_UP.set(None if request_id is None
-                  else (request_id, frozenset(cells)))
-
-
-def given_up(request_id: str | None) -> frozenset[str]:
-    """Cells the listing of request *request_id* gave up on, if any.
-
-    Empty for any other request, and for a request with no id.
-    """
-    mark = _GIVEN_UP.get()
-    if request_id is None or mark is None or mark[0] != request_id:
-        return frozenset()
-    return mark[1]
 
 
 @contextlib.contextmanager

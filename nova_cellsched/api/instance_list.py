@@ -38,15 +38,24 @@ What differs is how the cells are asked and how rows are read:
 * a batch's rows and joins come back as plain dicts (:mod:`.rows`)
   rather than ORM entities, where that module knows every join asked
   for.
+
+The listing is :class:`_Listing`, a
+:class:`nova_cellsched.listing.cross_cell.CrossCellLister` (the rounds,
+the marker lookup, the budgets and deadline, shared with the command
+line's lister) whose hooks use nova's DB API; its pieces, one job each:
+:meth:`_Listing.targeted` (a context per cell), :class:`_GuardedCalls`
+(I/O bounds and the stuck-query breaker), :func:`check_down` (nova's
+down-cell policy), :func:`report_timings` (the request's timings) and
+:func:`listed_cells` (what the view needs, left in the request's state,
+:mod:`.request_state`).
 """
 
 import concurrent.futures
 import contextlib
-import contextvars
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import futurist
@@ -63,11 +72,14 @@ from oslo_log import log as logging
 
 from nova_cellsched.api import guard
 from nova_cellsched.api import keyset
+from nova_cellsched.api import request_state
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
 from nova_cellsched import conf as conf_mod
+from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
+from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import lister
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import rounds
@@ -90,28 +102,6 @@ STUCK = guard.StuckQueries()
 #: ``list_cell_timeout``.
 IO_TIMEOUT_FACTOR = 2
 
-#: (request id, {server uuid: CellMapping}) of the last listing in this
-#: thread's (or green thread's) context, for :func:`listed_cells`.
-_LISTED: contextvars.ContextVar[tuple[str, dict[str, Any]] | None] = (
-    contextvars.ContextVar('cellsched_listed', default=None))
-
-
-def listed_cells(request_id: str | None) -> dict[str, Any] | None:
-    """Server uuid -> CellMapping of request *request_id*'s listing.
-
-    What this process's lister served in that request, so that the
-    request's view (:mod:`.view`) can ask each server's own cell; None
-    for any other request, a request with no id, or a request this
-    lister did not serve. A server listed twice (in two cells during a
-    cross-cell resize) maps to its first copy's cell, the copy nova's
-    compute API keeps and shows.
-    """
-    mark = _LISTED.get()
-    if request_id is None or mark is None or mark[0] != request_id:
-        return None
-    return mark[1]
-
-
 def io_timeout(cell_timeout: float | None) -> float | None:
     """Seconds any one blocking call of a worker on a cell may take.
 
@@ -128,24 +118,9 @@ def io_timeout(cell_timeout: float | None) -> float | None:
     return IO_TIMEOUT_FACTOR * cell_timeout
 
 
-class Served:
-    """How many listings each lister answered in this process."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {'cellsched': 0, 'nova': 0}
-
-    def count(self, lister: str) -> None:
-        with self._lock:
-            self._counts[lister] += 1
-
-    def snapshot(self) -> dict[str, int]:
-        """``{'cellsched': n, 'nova': m}``: listings served so far."""
-        with self._lock:
-            return dict(self._counts)
-
-
-SERVED = Served()
+#: How many listings each lister answered in this process:
+#: ``{'cellsched': n, 'nova': m}``.
+SERVED = counters.Counts(('cellsched', 'nova'))
 
 _EXECUTOR: concurrent.futures.Executor | None = None
 _EXECUTOR_LOCK = threading.Lock()
@@ -304,104 +279,52 @@ def sort_order(sort_keys: Sequence[str] | None,
     return sorting.SortSpec(keys, dirs)
 
 
-class _Listing:
-    """State of one cross-cell listing for nova-api."""
+class _GuardedCalls:
+    """Calls on cells in the workers, each bounded and tracked.
 
-    def __init__(self, ctx: Any, filters: Any, columns_to_join: Any,
-                 spec: sorting.SortSpec) -> None:
-        self.ctx = ctx
-        self.filters = filters
-        self.columns_to_join = columns_to_join
-        self.spec = spec
-        self.key = spec.key_function()
-        group = CONF[conf_mod.GROUP_NAME]
-        self.cell_timeout = group.list_cell_timeout
-        self.stuck_cap = group.api_stuck_queries_per_cell
-        self.budgets: dict[str, gather.Budget] = {}
-        #: The listing's own deadline, from the start of :meth:`run`:
-        #: no wait for its cells lasts past it.
-        self.deadline: gather.Deadline | None = None
-        #: Cells this process lists, to size the worker pool.
-        self.cell_count = 1
-        self.lister = CellsLister()
+    What a hung cell can hold: every call's I/O ends within
+    :func:`io_timeout` (:func:`.guard.io_timeout`), a call given up on
+    is counted in :data:`STUCK` while it still runs, and a cell with
+    ``api_stuck_queries_per_cell`` such calls is not asked again until
+    they end (:meth:`tripped`, the breaker). Also adds up the seconds
+    each cell's calls ran (:attr:`cell_seconds`).
+    """
+
+    def __init__(self, cell_timeout: float, stuck_cap: int) -> None:
+        self.cell_timeout = cell_timeout
+        self.stuck_cap = stuck_cap
         #: Cell uuid -> seconds its calls ran in the workers.
         self.cell_seconds: dict[str, float] = {}
         self._seconds_lock = threading.Lock()
-        #: Rows as dicts (:mod:`.rows`) where it knows every join.
-        self.plain_rows = rows_mod.supports(columns_to_join)
 
-    def targeted(self, cell_mappings: Sequence[Any]
-                 ) -> dict[str, Any]:
-        """A context targeted at each cell that can be asked.
+    def tripped(self, cell: str) -> bool:
+        """Whether *cell* has too many stuck calls to be asked (logged)."""
+        if STUCK.count(cell) < self.stuck_cap:
+            return False
+        LOG.warning('Cell %(cell)s has %(n)d queries still running '
+                    'after their deadline; not asking it again '
+                    'until they end',
+                    {'cell': cell, 'n': STUCK.count(cell)})
+        return True
 
-        Each by ``nova.context.target_cell`` in this thread, as nova's
-        ``scatter_gather_cells`` targets them (nova's cell cache and
-        engines apply, and nova's tests stub it to take cells down): no
-        I/O, no worker. A cell that fails here, or that already has
-        ``api_stuck_queries_per_cell`` queries stuck, is down.
-        """
-        cctxts: dict[str, Any] = {}
-        for cm in cell_mappings:
-            self.budgets[cm.uuid] = gather.Budget(self.cell_timeout)
-            guard.warn_unbounded_cell(cm, io_timeout(self.cell_timeout),
-                                      CONF.database.connection_parameters)
-            if STUCK.count(cm.uuid) >= self.stuck_cap:
-                LOG.warning('Cell %(cell)s has %(n)d queries still running '
-                            'after their deadline; not asking it again '
-                            'until they end',
-                            {'cell': cm.uuid, 'n': STUCK.count(cm.uuid)})
-                self._down(cm.uuid, gather.Outcome(
-                    gather.TIMED_OUT,
-                    error=gather.CellTimeout(self.cell_timeout)))
-                continue
-            try:
-                with nova_context.target_cell(self.ctx, cm) as cctxt:
-                    cctxts[cm.uuid] = cctxt
-            except Exception as exc:
-                self._down(cm.uuid, gather.Outcome(gather.FAILED, error=exc))
-        return cctxts
-
-    def _marker_row(self, cctxt: Any, marker: str) -> Any:
-        # No joins: only the sort keys are read, none of them joined.
-        return db.instance_get_by_uuid(cctxt, marker, columns_to_join=[])
-
-    def _down(self, cell: str, outcome: gather.Outcome[Any]) -> None:
-        self.lister.record(cell, outcome)
-
-    def round(self, calls: dict[str, tuple[Any, Sequence[Any] | None,
-                                           int | None]]
-              ) -> dict[str, gather.Outcome[rounds.Batch]]:
-        """One batch per cell, in parallel; an outcome per cell.
-
-        :param calls: cell uuid -> (targeted context, sort values to
-            start after or None, rows to fetch or None for all).
-        """
-        outcomes = self._in_cells({
-            uuid: (self._fetch, call) for uuid, call in calls.items()},
-            self.budgets)
-        for uuid, outcome in outcomes.items():
-            self.lister.record(uuid, outcome)
-        return outcomes
-
-    def _in_cells(self, calls: dict[str, tuple[Callable[..., Any],
-                                               tuple[Any, ...]]],
-                  budgets: dict[str, gather.Budget]
-                  ) -> dict[str, gather.Outcome[Any]]:
-        """``function(*args)`` per cell in the workers, within *budgets*.
-
-        Each call's I/O is bounded (:func:`.guard.io_timeout`); a call
-        that runs past its budget is given up on and counted stuck
-        while it still runs.
-        """
+    def run(self, in_cells: Callable[[dict[str, cross_cell.Call]],
+                                     dict[str, gather.Outcome[Any]]],
+            calls: dict[str, cross_cell.Call]
+            ) -> dict[str, gather.Outcome[Any]]:
+        """*calls* through *in_cells*, each guarded; given-up ones stuck."""
         queries = {uuid: guard.Query(uuid) for uuid in calls}
-        outcomes = gather.run_round(_executor(self.cell_count).submit, {
+        outcomes = in_cells({
             uuid: (self._guarded, (queries[uuid], function) + args)
-            for uuid, (function, args) in calls.items()}, budgets,
-            self.deadline)
+            for uuid, (function, args) in calls.items()})
         for uuid, outcome in outcomes.items():
             if outcome.status == gather.TIMED_OUT:
                 STUCK.abandon(queries[uuid])
         return outcomes
+
+    def seconds(self) -> dict[str, float]:
+        """Cell uuid -> seconds its calls ran so far (a copy)."""
+        with self._seconds_lock:
+            return dict(self.cell_seconds)
 
     def _guarded(self, query: guard.Query, function: Callable[..., Any],
                  *args: Any) -> Any:
@@ -418,6 +341,139 @@ class _Listing:
                 self.cell_seconds[query.cell] = (
                     self.cell_seconds.get(query.cell, 0.0) +
                     time.monotonic() - start)
+
+
+class _Listing(cross_cell.CrossCellLister):
+    """nova-api's cross-cell listing: the hooks on nova's DB API.
+
+    Cells are reached through ``nova.context.target_cell`` and batches
+    read by nova's ``instance_get_all_by_filters_sort`` (paged by
+    :mod:`.keyset`), in this process's workers (:func:`_executor`),
+    guarded (:class:`_GuardedCalls`). What it found about the cells is
+    :attr:`lister` (nova's ``CrossCellLister`` properties).
+    """
+
+    def __init__(self, ctx: Any, filters: Any, columns_to_join: Any,
+                 spec: sorting.SortSpec) -> None:
+        group = CONF[conf_mod.GROUP_NAME]
+        super().__init__(ctx, spec, group.list_cell_timeout)
+        self.filters = filters
+        self.columns_to_join = columns_to_join
+        self._key = spec.key_function()
+        self.calls = _GuardedCalls(group.list_cell_timeout,
+                                   group.api_stuck_queries_per_cell)
+        #: Cells this process lists, to size the worker pool.
+        self.cell_count = 1
+        self.lister = CellsLister()
+        #: Cell uuid -> context targeted at it (:meth:`targeted`).
+        self.cctxts: dict[str, Any] = {}
+        #: Rows as dicts (:mod:`.rows`) where it knows every join.
+        self.plain_rows = rows_mod.supports(columns_to_join)
+
+    @property
+    def ctx(self) -> Any:
+        return self.context
+
+    # The hooks.
+
+    def key(self, row: Any) -> Any:
+        return self._key(row)
+
+    def values_of(self, row: Any) -> Sequence[Any]:
+        return self.spec.values_of(row)
+
+    def submit(self) -> Callable[..., 'concurrent.futures.Future[Any]']:
+        return _executor(self.cell_count).submit
+
+    def span(self, name: str, **info: Any
+             ) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return _span(name, **info)
+
+    def in_cells(self, calls: Mapping[str, cross_cell.Call],
+                 budgets: Mapping[str, gather.Budget]
+                 ) -> dict[str, gather.Outcome[Any]]:
+        """Each call guarded (:class:`_GuardedCalls`), within *budgets*."""
+        return self.calls.run(
+            lambda guarded: super(_Listing, self).in_cells(guarded, budgets),
+            dict(calls))
+
+    def fetch_round(self, calls: Mapping[str, tuple[Sequence[Any] | None,
+                                                    int | None]]
+                    ) -> dict[str, gather.Outcome[rounds.Batch]]:
+        return self.round({uuid: (self.cctxts[uuid], start, size)
+                           for uuid, (start, size) in calls.items()})
+
+    def read_marker(self, cell_mapping: Any, marker: str
+                    ) -> tuple[Any, ...]:
+        """The marker's sort values, read in a worker within the budget.
+
+        Deleted instances included; within ``list_cell_timeout`` (nova
+        reads it in the request's thread, without a bound).
+        """
+        cell = cell_mapping
+        elevated = self.ctx.elevated(read_deleted='yes')
+        with nova_context.target_cell(elevated, cell) as cctxt:
+            outcome = self.in_cells(
+                {cell.uuid: (self._marker_row, (cctxt, marker))},
+                {cell.uuid: gather.Budget(self.cell_timeout)})[cell.uuid]
+        if outcome.status == gather.TIMED_OUT:
+            raise nova_exception.NovaException(
+                _('Cell %s is not responding but configuration '
+                  'indicates that we should fail.') % cell.uuid)
+        if isinstance(outcome.error, nova_exception.InstanceNotFound):
+            raise nova_exception.MarkerNotFound(marker=marker)
+        if outcome.error is not None:
+            raise outcome.error
+        return self.spec.values_of(outcome.result)
+
+    # The listing's steps.
+
+    def targeted(self, cell_mappings: Sequence[Any]
+                 ) -> dict[str, Any]:
+        """A context targeted at each cell that can be asked.
+
+        Each by ``nova.context.target_cell`` in this thread, as nova's
+        ``scatter_gather_cells`` targets them (nova's cell cache and
+        engines apply, and nova's tests stub it to take cells down): no
+        I/O, no worker. A cell that fails here, or that already has
+        ``api_stuck_queries_per_cell`` queries stuck, is down.
+        """
+        cctxts: dict[str, Any] = {}
+        for cm in cell_mappings:
+            self.budgets[cm.uuid] = gather.Budget(self.cell_timeout)
+            guard.warn_unbounded_cell(cm, io_timeout(self.cell_timeout),
+                                      CONF.database.connection_parameters)
+            if self.calls.tripped(cm.uuid):
+                self.lister.record(cm.uuid, gather.Outcome(
+                    gather.TIMED_OUT,
+                    error=gather.CellTimeout(self.calls.cell_timeout)))
+                continue
+            try:
+                with nova_context.target_cell(self.ctx, cm) as cctxt:
+                    cctxts[cm.uuid] = cctxt
+            except Exception as exc:
+                self.lister.record(cm.uuid, gather.Outcome(gather.FAILED,
+                                                           error=exc))
+        return cctxts
+
+    def _marker_row(self, cctxt: Any, marker: str) -> Any:
+        # No joins: only the sort keys are read, none of them joined.
+        return db.instance_get_by_uuid(cctxt, marker, columns_to_join=[])
+
+    def round(self, calls: dict[str, tuple[Any, Sequence[Any] | None,
+                                           int | None]]
+              ) -> dict[str, gather.Outcome[rounds.Batch]]:
+        """One batch per cell, in parallel; an outcome per cell.
+
+        :param calls: cell uuid -> (targeted context, sort values to
+            start after or None, rows to fetch or None for all).
+        """
+        outcomes = self.in_cells({
+            uuid: (self._fetch, call) for uuid, call in calls.items()},
+            self.budgets)
+        for uuid, outcome in outcomes.items():
+            self.lister.record(uuid, outcome)
+        return outcomes
 
     def _fetch(self, cctxt: Any, after: Sequence[Any] | None,
                limit: int | None) -> rounds.Batch:
@@ -437,32 +493,14 @@ class _Listing:
     def marker_values(self, marker: str) -> tuple[Any, ...]:
         """The marker instance's sort values, as nova finds the marker.
 
-        Its InstanceMapping names its cell (:func:`.lister.marker_cell`,
-        the command line's lookup too; none: ``MarkerNotFound``);
-        the instance is read there, deleted ones included, in a worker
-        within ``list_cell_timeout`` (nova reads it in the request's
-        thread, without a bound).
+        Its InstanceMapping names its cell (:func:`.cross_cell.marker_cell`,
+        the command line's lookup too; none: nova's ``MarkerNotFound``),
+        where :meth:`read_marker` reads it.
         """
         try:
-            # The command line's lookup too.
-            cell = lister.marker_cell(self.ctx, marker)
+            return super().marker_values(marker)
         except cellsched_exception.MarkerNotFound:
             raise nova_exception.MarkerNotFound(marker=marker)
-        elevated = self.ctx.elevated(read_deleted='yes')
-        with nova_context.target_cell(elevated, cell) as cctxt:
-            outcome = self._in_cells(
-                {cell.uuid: (self._marker_row, (cctxt, marker))},
-                {cell.uuid: gather.Budget(self.cell_timeout)})[cell.uuid]
-        if outcome.status == gather.TIMED_OUT:
-            raise nova_exception.NovaException(
-                _('Cell %s is not responding but configuration '
-                  'indicates that we should fail.') % cell.uuid)
-        if isinstance(outcome.error, nova_exception.InstanceNotFound):
-            raise nova_exception.MarkerNotFound(marker=marker)
-        if outcome.error is not None:
-            raise outcome.error
-        result = outcome.result
-        return self.spec.values_of(result)
 
     def run(self, cell_mappings: Sequence[Any], marker: str | None,
             limit: int | None, batch_size: int | None,
@@ -474,67 +512,86 @@ class _Listing:
         is doing: a cell whose task has not answered by then (running,
         or still queued for a worker) is down for this listing.
         """
-        self.deadline = gather.Deadline(self.cell_timeout)
+        self.start(())
         self.cell_count = max(len(cell_mappings),
                               len(nova_context.CELLS or ()))
         with server_timing.phase('gather'):
             after = self.marker_values(marker) if marker else None
         if limit == 0:
             return []
-        cctxts = self.targeted(cell_mappings)
+        self.cctxts = self.targeted(cell_mappings)
         batch_size = batch_size or limit or CONF.api.max_limit
         first = min(batch_size, limit) if limit else batch_size
-        page = rounds.run(
-            list(cctxts), lambda calls: self.round({
-                uuid: (cctxts[uuid], start, size)
-                for uuid, (start, size) in calls.items()}),
-            after, first, batch_size, limit, self.key, self.spec.values_of,
-            span=_span, grow=lister.batches_grow())
-        self._report(cell_mappings)
-        # The rest of this request (faults, block device mappings) does
-        # not wait again for a cell the listing gave up on.
-        request_id = getattr(self.ctx, 'request_id', None)
-        guard.remember_given_up(request_id, self.lister.cells_timed_out)
-        self._check_down(cell_down_support)
-        # The view asks each listed server's own cell (:mod:`.view`).
-        # A server in two cells (a cross-cell resize in flight) is shown
-        # as its first copy: nova's compute API keeps the first and
-        # drops the later ones (``_get_unique_filter_method``), so its
-        # lookups must go to the first copy's cell.
-        mappings = {cm.uuid: cm for cm in cell_mappings}
-        listed: dict[str, Any] = {}
-        for _key, cell, row in page.picked:
-            listed.setdefault(row['uuid'], mappings[cell])
-        _LISTED.set(None if request_id is None else (request_id, listed))
+        page = self.page(list(self.cctxts), after, first, batch_size, limit,
+                         lister.batches_grow())
+        timings = server_timing.current()
+        if timings is not None:
+            report_timings(timings, cell_mappings, self.calls.seconds(),
+                           self.lister)
+        state = request_state.current()
+        if state is not None:
+            # The rest of this request (faults, block device mappings)
+            # does not wait again for a cell the listing gave up on.
+            state.given_up = frozenset(self.lister.cells_timed_out)
+        check_down(self.lister, cell_down_support)
+        if state is not None:
+            # The view asks each listed server's own cell (:mod:`.view`).
+            state.listed = listed_cells(page.picked, cell_mappings)
         return [row for _key, _cell, row in page.picked]
 
-    def _report(self, cell_mappings: Sequence[Any]) -> None:
-        """Per-cell times and down cells, into this request's timings."""
-        timings = server_timing.current()
-        if timings is None:
-            return
-        names = {cm.uuid: cm.name or cm.uuid for cm in cell_mappings}
-        with self._seconds_lock:
-            for uuid, seconds in self.cell_seconds.items():
-                name = names.get(uuid, uuid)
-                timings.cells[name] = timings.cells.get(name, 0.0) + seconds
-        timings.down.extend(
-            names.get(uuid, uuid) for uuid in
-            self.lister.cells_failed + self.lister.cells_timed_out)
 
-    def _check_down(self, cell_down_support: bool) -> None:
-        down = self.lister.cells_failed + self.lister.cells_timed_out
-        if not down:
-            return
-        if (not CONF.api.list_records_by_skipping_down_cells and
-                not cell_down_support):
-            raise nova_exception.NovaException(
-                _('Cell %s is not responding but configuration '
-                  'indicates that we should fail.') % down[0])
-        for uuid in down:
-            LOG.warning('Cell %(cell)s is not responding and hence is '
-                        'being omitted from the results: %(why)s',
-                        {'cell': uuid, 'why': self.lister.reasons[uuid]})
+def report_timings(timings: server_timing.RequestTimings,
+                   cell_mappings: Sequence[Any],
+                   cell_seconds: Mapping[str, float],
+                   cells_lister: CellsLister) -> None:
+    """Per-cell times and down cells, into this request's *timings*.
+
+    :param cell_seconds: cell uuid -> seconds its calls ran.
+    """
+    names = {cm.uuid: cm.name or cm.uuid for cm in cell_mappings}
+    for uuid, seconds in cell_seconds.items():
+        name = names.get(uuid, uuid)
+        timings.cells[name] = timings.cells.get(name, 0.0) + seconds
+    timings.down.extend(
+        names.get(uuid, uuid) for uuid in
+        cells_lister.cells_failed + cells_lister.cells_timed_out)
+
+
+def check_down(cells_lister: CellsLister, cell_down_support: bool) -> None:
+    """nova's down-cell policy: fail the listing, or log and go on.
+
+    :raises nova.exception.NovaException: a cell is down, ``[api]
+        list_records_by_skipping_down_cells`` is off and the caller
+        cannot show down cells' servers (nova's message).
+    """
+    down = cells_lister.cells_failed + cells_lister.cells_timed_out
+    if not down:
+        return
+    if (not CONF.api.list_records_by_skipping_down_cells and
+            not cell_down_support):
+        raise nova_exception.NovaException(
+            _('Cell %s is not responding but configuration '
+              'indicates that we should fail.') % down[0])
+    for uuid in down:
+        LOG.warning('Cell %(cell)s is not responding and hence is '
+                    'being omitted from the results: %(why)s',
+                    {'cell': uuid, 'why': cells_lister.reasons[uuid]})
+
+
+def listed_cells(picked: Iterable[tuple[Any, str, Any]],
+                 cell_mappings: Sequence[Any]) -> dict[str, Any]:
+    """Server uuid -> CellMapping of the listed rows (*picked*).
+
+    A server in two cells (a cross-cell resize in flight) is shown as
+    its first copy: nova's compute API keeps the first and drops the
+    later ones (``_get_unique_filter_method``), so its lookups must go
+    to the first copy's cell.
+    """
+    mappings = {cm.uuid: cm for cm in cell_mappings}
+    listed: dict[str, Any] = {}
+    for _key, cell, row in picked:
+        listed.setdefault(row['uuid'], mappings[cell])
+    return listed
 
 
 def _span(name: str, **_info: Any
@@ -645,14 +702,15 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
     their block device mappings, each with nova's ``CELL_TIMEOUT`` of
     60 s. A frozen cell the listing gave up on would make the request
     wait that long after all. Within the request whose listing gave up
-    on a cell (:func:`.guard.given_up`, by the context's request id),
-    that cell is not asked again: it is reported as not responding at
-    once (``did_not_respond_sentinel``), which nova's callers handle as
-    a cell that did not respond in time. Every other call, and every
-    call of any other request (quota counts, a server's own page), is
-    nova's function, unchanged.
+    on a cell (:attr:`.request_state.RequestState.given_up`), that cell
+    is not asked again: it is reported as not responding at once
+    (``did_not_respond_sentinel``), which nova's callers handle as a
+    cell that did not respond in time. Every other call, and every call
+    of any other request (quota counts, a server's own page), is nova's
+    function, unchanged.
     """
-    skipped = guard.given_up(getattr(context, 'request_id', None))
+    state = request_state.current()
+    skipped = frozenset() if state is None else state.given_up
     cell_mappings = list(cell_mappings)
     if not skipped or not any(cm.uuid in skipped for cm in cell_mappings):
         answer: dict[str, Any] = ORIGINAL_SCATTER_GATHER_CELLS(

@@ -12,13 +12,13 @@
 
 """Where a server list's time went, told to whoever listed.
 
-The paste filter (:class:`Middleware`) gives every request a
-:class:`RequestTimings` in its context; the replacement lister fills it
-(:func:`current`, :func:`phase`) when it serves a listing. On the way
-out, a request that listed gets a W3C ``Server-Timing`` response header
-(browsers' developer tools and ``curl -i`` show it) if the caller may
-see it, and one log line with the same figures, the time each cell's
-queries took and the cells that were down.
+The paste filter (:class:`Middleware`) opens every request's state
+(:func:`.request_state.scope`), whose :class:`RequestTimings` the
+replacement lister fills (:func:`current`, :func:`phase`) when it serves
+a listing. On the way out, a request that listed gets a W3C
+``Server-Timing`` response header (browsers' developer tools and ``curl
+-i`` show it) if the caller may see it, and one log line with the same
+figures, the time each cell's queries took and the cells that were down.
 
 Who sees what is the caller of the middleware's business (nova's policy
 rules, :mod:`.policies`): the header's phase durations, and whether its
@@ -38,61 +38,26 @@ No nova import.
 """
 
 import contextlib
-import contextvars
-import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from nova_cellsched.api import request_state
 from nova_cellsched.listing import profiling
 
 #: Phases of a served list, in header order (``other`` is derived).
-PHASES = ('gather', 'merge', 'objects', 'view', 'validation')
+PHASES = request_state.PHASES
+#: What one request's listing measured (:mod:`.request_state`).
+RequestTimings = request_state.RequestTimings
 
 WsgiApp = Callable[..., Any]
 
 
-@dataclasses.dataclass
-class RequestTimings:
-    """What one request's listing measured (seconds, monotonic clock)."""
-
-    started: float
-    served: bool = False
-    listed: int = 0
-    phases: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: Cell name (or uuid) -> seconds its queries ran in workers.
-    cells: dict[str, float] = dataclasses.field(default_factory=dict)
-    #: Cells reported down, by name (or uuid).
-    down: list[str] = dataclasses.field(default_factory=list)
-
-    def add(self, name: str, seconds: float) -> None:
-        self.phases[name] = self.phases.get(name, 0.0) + max(0.0, seconds)
-
-    def slowest_cell(self) -> tuple[str, float] | None:
-        if not self.cells:
-            return None
-        name = max(self.cells, key=lambda cell: (self.cells[cell], cell))
-        return name, self.cells[name]
-
-    def breakdown(self, total: float) -> list[tuple[str, float]]:
-        """(phase, seconds) in order, ``other`` last, ``total`` first."""
-        parts = [(name, self.phases[name]) for name in PHASES
-                 if name in self.phases]
-        measured = sum(seconds for _name, seconds in parts)
-        # The phases ran one after the other inside the request: their
-        # sum cannot exceed the total but by clock granularity.
-        total = max(total, measured)
-        return [('total', total)] + parts + [('other', total - measured)]
-
-
-_CURRENT: contextvars.ContextVar[RequestTimings | None] = (
-    contextvars.ContextVar('cellsched_request_timings', default=None))
-
-
 def current() -> RequestTimings | None:
     """This request's timings, if a :class:`Middleware` started them."""
-    return _CURRENT.get()
+    state = request_state.current()
+    return None if state is None else state.timings
 
 
 @contextlib.contextmanager
@@ -103,7 +68,7 @@ def phase(name: str) -> Iterator[dict[str, Any]]:
     With nova's ``[profiler]`` on, the body is also an osprofiler trace
     point ``cellsched.<name>``.
     """
-    timings = _CURRENT.get()
+    timings = current()
     start = time.monotonic()
     try:
         with profiling.trace(name, None, {}):
@@ -165,7 +130,11 @@ def log_line(timings: RequestTimings, total: float
 
 
 class Middleware:
-    """The paste filter's WSGI middleware: timings of served lists.
+    """The paste filter's WSGI middleware: request state, timings.
+
+    Every request runs in a :func:`.request_state.scope` of its own,
+    from its entry until the application returns its response (or
+    raises); a served list's timings go into the header and log line.
 
     :param app: the next WSGI application.
     :param enabled: called per served list: (send the header at all,
@@ -188,8 +157,11 @@ class Middleware:
 
     def __call__(self, environ: dict[str, Any],
                  start_response: Callable[..., Any]) -> Iterable[bytes]:
-        timings = RequestTimings(started=time.monotonic())
-        token = _CURRENT.set(timings)
+        with request_state.scope() as state:
+            return self._serve(state.timings, environ, start_response)
+
+    def _serve(self, timings: RequestTimings, environ: dict[str, Any],
+               start_response: Callable[..., Any]) -> Iterable[bytes]:
         lock = threading.Lock()
 
         def timed_start_response(status: str,
@@ -212,8 +184,5 @@ class Middleware:
                 return start_response(status, headers, exc_info)
             return start_response(status, headers)
 
-        try:
-            body: Iterable[bytes] = self.app(environ, timed_start_response)
-            return body
-        finally:
-            _CURRENT.reset(token)
+        body: Iterable[bytes] = self.app(environ, timed_start_response)
+        return body

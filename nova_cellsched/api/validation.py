@@ -57,6 +57,7 @@ from oslo_log import log as logging
 from oslo_versionedobjects import fields as ovo_fields
 
 from nova_cellsched.api import server_timing
+from nova_cellsched import counters
 
 LOG = logging.getLogger(__name__)
 
@@ -531,36 +532,19 @@ def _nova_parts() -> tuple[Any, Callable[[Any], Any],
             jsonschema_utils.equal)
 
 
-class Validated:
-    """How server-list responses were validated in this process.
-
-    ``fast``: the compiled validator accepted the body;
-    ``nova_rejected`` / ``nova_accepted``: it did not, and nova's
-    validator judged (``nova_accepted`` on a body of nova's own views
-    means the compiled validator could not tell: slower, never wrong);
-    ``none``: no schema applied (legacy v2) or ``[api]
-    response_validation = ignore``; ``off``: ``[cellsched]
-    api_fast_validation = False``, nova's own decorators ran.
-    ``serialized``: of all these, the bodies that were serialized and
-    parsed (once) on the way: nova's views give plain JSON types, so a
-    valid body is validated as it is.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {'fast': 0, 'nova_rejected': 0, 'nova_accepted': 0,
-                        'none': 0, 'off': 0, 'serialized': 0}
-
-    def count(self, how: str) -> None:
-        with self._lock:
-            self._counts[how] += 1
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._counts)
-
-
-VALIDATED = Validated()
+#: How server-list responses were validated in this process.
+#: ``fast``: the compiled validator accepted the body;
+#: ``nova_rejected`` / ``nova_accepted``: it did not, and nova's
+#: validator judged (``nova_accepted`` on a body of nova's own views
+#: means the compiled validator could not tell: slower, never wrong);
+#: ``none``: no schema applied (legacy v2) or ``[api]
+#: response_validation = ignore``; ``off``: ``[cellsched]
+#: api_fast_validation = False``, nova's own decorators ran.
+#: ``serialized``: of all these, the bodies that were serialized and
+#: parsed (once) on the way: nova's views give plain JSON types, so a
+#: valid body is validated as it is.
+VALIDATED = counters.Counts(('fast', 'nova_rejected', 'nova_accepted',
+                             'none', 'off', 'serialized'))
 
 
 # The request path.
@@ -784,7 +768,7 @@ def _served(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def validated() -> dict[str, int]:
-    """Server-list responses validated so far, by how (:class:`Validated`)."""
+    """Server-list responses validated so far, by how (:data:`VALIDATED`)."""
     return VALIDATED.snapshot()
 
 

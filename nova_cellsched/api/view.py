@@ -48,7 +48,7 @@ whole objects for both:
   by nova's ``RequestSpec._from_db_object``, as before.
 
 All three apply only to a list this process's lister served in the same
-request (:func:`.instance_list.listed_cells`), and only where
+request (:attr:`.request_state.RequestState.listed`), and only where
 :mod:`.fingerprint` found nova's code the code this was built for (the
 view functions, the queries and the objects named there). What they
 leave out changes no response: nova's ``_from_db_object`` of a block
@@ -70,34 +70,19 @@ from typing import Any
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from nova_cellsched.api import request_state
 from nova_cellsched.api import server_timing
+from nova_cellsched import counters
 
 LOG = logging.getLogger(__name__)
 
 
-class Used:
-    """How many lookups each way answered, in this process.
-
-    ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
-    specs read from their JSON here; ``request_specs_nova``: specs built
-    by nova's ``_from_db_object`` within a lookup of ours.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts = {'bdms': 0, 'faults': 0, 'request_specs': 0,
-                        'request_specs_nova': 0}
-
-    def count(self, what: str, n: int = 1) -> None:
-        with self._lock:
-            self._counts[what] += n
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._counts)
-
-
-USED = Used()
+#: How many lookups each way answered, in this process.
+#: ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
+#: specs read from their JSON here; ``request_specs_nova``: specs built
+#: by nova's ``_from_db_object`` within a lookup of ours.
+USED = counters.Counts(('bdms', 'faults', 'request_specs',
+                        'request_specs_nova'))
 
 
 def _options() -> tuple[bool, bool, bool]:
@@ -116,8 +101,8 @@ def _options() -> tuple[bool, bool, bool]:
 
 def _listed(context: Any, uuids: Iterable[str]) -> dict[str, Any] | None:
     """Server uuid -> CellMapping, if this request's listing had them all."""
-    from nova_cellsched.api import instance_list
-    cells = instance_list.listed_cells(getattr(context, 'request_id', None))
+    state = request_state.current()
+    cells = None if state is None else state.listed
     if cells is None or any(uuid not in cells for uuid in uuids):
         return None
     return cells

@@ -32,10 +32,14 @@ how:
 4. each cell is held to a deadline on its futures, and a cell that fails
    or times out is reported in the result with its original exception.
 
-Each phase is timed (see :mod:`nova_cellsched.listing.timing`).
+Each phase is timed (see :mod:`nova_cellsched.listing.timing`). The
+listing is a :class:`.cross_cell.CrossCellLister` (the rounds, the
+marker lookup, the budgets, shared with nova-api's lister) whose hooks
+read the cells with this lister's own SQL.
 """
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import datetime
 import re
@@ -46,7 +50,6 @@ from typing import Any
 
 import nova.conf
 from nova import context as nova_context
-from nova import exception as nova_exception
 from nova import objects
 from oslo_log import log as logging
 from oslo_utils import strutils
@@ -57,6 +60,7 @@ from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched import gather
+from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import profiling
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import record_fields
@@ -283,28 +287,29 @@ def select_cells(context: Any, wanted: Sequence[Any] | None = None
             for cm in mappings]
 
 
-class _Listing:
-    """State of one :func:`list_instances` call."""
+class _Listing(cross_cell.CrossCellLister):
+    """One :func:`list_instances` call: the hooks on the lister's own SQL.
 
-    def __init__(self, cells: Sequence[Cell], spec: sorting.SortSpec,
-                 filters: Mapping[str, Any], fields: tuple[str, ...],
+    Cells are reached through *engines* (one connection, one statement
+    per batch, :class:`.query.BatchQuery`), in *executor*'s threads; the
+    rows stay the driver's tuples. Every phase goes to *recorder*.
+    """
+
+    def __init__(self, context: Any, cells: Sequence[Cell],
+                 spec: sorting.SortSpec, filters: Mapping[str, Any],
+                 fields: tuple[str, ...],
                  engines: instance_query.EngineCache,
-                 executor: concurrent.futures.ThreadPoolExecutor,
                  recorder: timing.Recorder,
                  cell_timeout: float | None,
                  trace_info: Mapping[str, Any] | None = None) -> None:
+        super().__init__(context, spec, cell_timeout)
         self.cells = {c.uuid: c for c in cells}
-        self.spec = spec
         self.filters = filters
         self.fields = fields
         self.engines = engines
-        self.executor = executor
+        #: The workers, from :meth:`start`.
+        self.executor: concurrent.futures.Executor | None = None
         self.recorder = recorder
-        # One allowance per cell, charged only with that cell's own work.
-        self.budgets = {c.uuid: gather.Budget(cell_timeout) for c in cells}
-        # And one deadline for the whole wait, tasks still queued for a
-        # worker included.
-        self.deadline = gather.Deadline(cell_timeout)
         self.trace_info = trace_info
         self.columns = record_fields.instance_columns(fields, spec.keys)
         kinds = record_fields.joined_kinds(fields)
@@ -316,8 +321,59 @@ class _Listing:
                           for at, kind in enumerate(self.query.joined)}
         # Rows stay the driver's tuples (SQLAlchemy Row objects): a dict
         # per row cost as much CPU as fetching it.
-        self.key = spec.key_function(self.columns)
-        self.failures: dict[str, gather.Outcome[Any]] = {}
+        self._key = spec.key_function(self.columns)
+
+    def start_workers(self, executor: concurrent.futures.Executor) -> None:
+        """Listing starts: *executor*'s workers, budgets and deadline.
+
+        One allowance per cell, charged only with that cell's own work,
+        and one deadline for the whole wait, tasks still queued for a
+        worker included.
+        """
+        self.executor = executor
+        self.start(list(self.cells))
+
+    # The hooks.
+
+    def key(self, row: Any) -> Any:
+        return self._key(row)
+
+    def values_of(self, row: Any) -> Sequence[Any]:
+        return self.spec.values_of(row, self.columns)
+
+    def submit(self) -> Callable[..., 'concurrent.futures.Future[Any]']:
+        if self.executor is None:
+            raise RuntimeError('no workers: call start_workers() first')
+        return self.executor.submit
+
+    def span(self, name: str, **info: Any
+             ) -> contextlib.AbstractContextManager[dict[str, Any]]:
+        return self.recorder.span(name, **info)
+
+    def read_marker(self, cell_mapping: Any, marker: str
+                    ) -> tuple[Any, ...]:
+        """The marker's sort values, read in this thread (no bound)."""
+        url = cell_mapping.database_connection
+        try:
+            with self.engines.get(url).connect() as conn:
+                row = conn.execute(instance_query.select_marker(
+                    marker, self.spec)).first()
+        except (sa.exc.SQLAlchemyError, OSError) as exc:
+            raise exception.CellsFailed(
+                {cell_mapping.uuid: 'cannot read the marker instance: %s'
+                 % exc}) from exc
+        if row is None:
+            raise exception.MarkerNotFound(marker)
+        return tuple(row)
+
+    def fetch_round(self, calls: Mapping[str, tuple[Sequence[Any] | None,
+                                                    int | None]]
+                    ) -> dict[str, gather.Outcome[Any]]:
+        return self.run_round({
+            uuid: (self.fetch, (self.cells[uuid], start, size))
+            for uuid, (start, size) in calls.items()})
+
+    # The workers' side.
 
     def _connect(self, cell: Cell) -> sa.Connection:
         with self.recorder.span('connect', cell.uuid):
@@ -331,10 +387,9 @@ class _Listing:
         See :func:`gather.run_round`.
         """
         now = self.recorder.now()
-        return gather.run_round(self.executor.submit, {
+        return self.in_cells({
             uuid: (work, args + (now,))
-            for uuid, (work, args) in jobs.items()}, self.budgets,
-            self.deadline)
+            for uuid, (work, args) in jobs.items()}, self.budgets)
 
     def _started(self, cell: Cell, submitted: float) -> None:
         self.recorder.add('wait', submitted, self.recorder.now(), cell.uuid)
@@ -363,6 +418,7 @@ class _Listing:
                 rows = _unique_rows(rows, self.uuid_at)
         return Batch(rows, fetched)
 
+
 #: What a worker got from a cell for one batch: tuples of the listing's
 #: columns and joined data, in order, and how many rows the database
 #: returned (a repeated joined row counts).
@@ -386,44 +442,8 @@ def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
     return out
 
 
-def marker_cell(context: Any, marker: str) -> Any:
-    """The CellMapping of the marker instance, as both listers find it.
-
-    The one marker lookup of the command line's lister and nova-api's
-    (``nova_cellsched.api.instance_list``), nova's way: the marker's
-    InstanceMapping in the API database names its cell, where its sort
-    values are then read (deleted or not).
-
-    :raises nova_cellsched.exception.MarkerNotFound: no InstanceMapping,
-        or one without a cell (a server still being scheduled; nova's
-        lister fails the same way, its ``target_cell`` cannot target
-        no cell).
-    """
-    try:
-        im = objects.InstanceMapping.get_by_instance_uuid(context, marker)
-    except nova_exception.InstanceMappingNotFound:
-        raise exception.MarkerNotFound(marker)
-    if im.cell_mapping is None:
-        raise exception.MarkerNotFound(marker, scheduling=True)
-    return im.cell_mapping
-
-
-def _marker_values(context: Any, marker: str, spec: sorting.SortSpec,
-                   engines: instance_query.EngineCache) -> tuple[Any, ...]:
-    """The marker instance's sort values, read in :func:`marker_cell`."""
-    cell = marker_cell(context, marker)
-    url = cell.database_connection
-    try:
-        with engines.get(url).connect() as conn:
-            row = conn.execute(instance_query.select_marker(marker, spec)
-                               ).first()
-    except (sa.exc.SQLAlchemyError, OSError) as exc:
-        raise exception.CellsFailed(
-            {cell.uuid: 'cannot read the marker instance: %s'
-             % exc}) from exc
-    if row is None:
-        raise exception.MarkerNotFound(marker)
-    return tuple(row)
+#: The one marker lookup of both listers (:func:`.cross_cell.marker_cell`).
+marker_cell = cross_cell.marker_cell
 
 
 #: Smallest first batch asked from a cell.
@@ -569,8 +589,10 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
         spec = spec.with_nulls_high(sorting.nulls_high_for(
             instance_query.backend_of(c.database_connection)
             for c in target_cells))
-        after = (_marker_values(context, marker, spec, engines)
-                 if marker else None)
+        state = _Listing(context, target_cells, spec, norm_filters,
+                         wanted_fields, engines, recorder, cell_timeout,
+                         trace_info)
+        after = state.marker_values(marker) if marker else None
     batch_size = first_batch_size(limit, len(target_cells))
 
     workers = max(1, min(len(target_cells) or 1,
@@ -580,8 +602,7 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
     # command line paid at exit on every call.
     executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers,
                                           thread_name_prefix='cellsched')
-    state = _Listing(target_cells, spec, norm_filters, wanted_fields,
-                     engines, executor, recorder, cell_timeout, trace_info)
+    state.start_workers(executor)
     try:
         records = _run(state, after, batch_size, limit)
     finally:
@@ -617,19 +638,8 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     """Gather, merge (:func:`.rounds.run`), build records."""
     recorder = state.recorder
     cells = list(state.cells.values())
-
-    def fetch_round(calls: Mapping[str, tuple[Sequence[Any] | None, int]]
-                    ) -> dict[str, gather.Outcome[Any]]:
-        return state.run_round({
-            uuid: (state.fetch, (state.cells[uuid], start, size))
-            for uuid, (start, size) in calls.items()})
-
-    page = rounds.run(
-        [c.uuid for c in cells], fetch_round, after, batch_size, batch_size,
-        limit, state.key,
-        lambda row: state.spec.values_of(row, state.columns),
-        span=recorder.span, grow=batches_grow())
-    state.failures.update(page.failures)
+    page = state.page([c.uuid for c in cells], after, batch_size,
+                      batch_size, limit, batches_grow())
     with recorder.span('view', rows=len(page.picked)):
         names = {c.uuid: c.name for c in cells}
         return record_fields.build_records(

@@ -299,15 +299,17 @@ class ViewLookupsTestMixin:
         # nova-api's own [database] (nova's DB API reads its scheme).
         self.cfg.config(  # type: ignore[attr-defined]
             connection=self.world.url_of('cell1'), group='database')
+        from nova_cellsched.api import request_state
         ctx = nova_context.get_admin_context()
-        _lister, found = instance_list.get_instances_sorted(
-            ctx, {'deleted': False}, None, None, [], None, None,
-            cell_mappings=[self.cells['cell1'], self.cells['cell2']])
-        listed = [row['uuid'] for row in found]
+        with request_state.scope() as state:
+            _lister, found = instance_list.get_instances_sorted(
+                ctx, {'deleted': False}, None, None, [], None, None,
+                cell_mappings=[self.cells['cell1'], self.cells['cell2']])
+            listed = [row['uuid'] for row in found]
         self.assertEqual(  # type: ignore[attr-defined]
             [uuid, uuid], [u for u in listed if u == uuid])
         self.assertEqual(uuid, listed[0])  # type: ignore[attr-defined]
-        cells = instance_list.listed_cells(ctx.request_id)
+        cells = state.listed
         self.assertIsNotNone(cells)  # type: ignore[attr-defined]
         assert cells is not None
         self.assertEqual(  # type: ignore[attr-defined]

@@ -57,6 +57,7 @@ import webob.exc
 
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import instance_list as api_instance_list
+from nova_cellsched.api import request_state
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from tests.functional import mariadb_server as mdb
@@ -204,12 +205,17 @@ class FrozenServerTestBase(mdb.ServersTestCase):
     # Helpers
 
     def detail(self, version='2.1', path=DETAIL):
-        """GET *path* through nova's controller: (body, seconds)."""
+        """GET *path* through nova's controller: (body, seconds).
+
+        In a request scope of its own, as the paste filter serves each
+        request (:func:`nova_cellsched.api.request_state.scope`).
+        """
         req = fakes.HTTPRequest.blank(path, version=version,
                                       use_admin_context=True)
         served = cellsched_api.served()['cellsched']
         start = time.monotonic()
-        body = self.controller.detail(req)
+        with request_state.scope():
+            body = self.controller.detail(req)
         elapsed = time.monotonic() - start
         self.assertEqual(served + 1, cellsched_api.served()['cellsched'],
                          'the replacement did not serve the request')
@@ -367,8 +373,9 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         req = fakes.HTTPRequest.blank(DETAIL, version='2.1',
                                       use_admin_context=True)
         start = time.monotonic()
-        exc = self.assertRaises(webob.exc.HTTPInternalServerError,
-                                self.controller.detail, req)
+        with request_state.scope():
+            exc = self.assertRaises(webob.exc.HTTPInternalServerError,
+                                    self.controller.detail, req)
         self.assertLessEqual(time.monotonic() - start, bound)
         self.assert_listing_waited()
         self.assertEqual(500, exc.code)
@@ -566,7 +573,8 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
             barrier.wait(SAFETY)
             start = time.monotonic()
             try:
-                body = self.controller.detail(req)
+                with request_state.scope():
+                    body = self.controller.detail(req)
             except Exception as exc:  # noqa: BLE001 - reported below
                 results[n] = (set(), time.monotonic() - start, exc)
             else:
