@@ -64,7 +64,6 @@ The view is also timed: its wall time is the ``view`` phase of
 """
 
 from collections.abc import Callable, Iterable, Sequence
-import threading
 from typing import Any
 
 from oslo_log import log as logging
