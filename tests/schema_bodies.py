@@ -37,6 +37,7 @@ from nova.api.validation import validators
 from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields as ovo_fields
 
+from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 
 #: api-samples templates (shipped in nova's wheel with its tests).
@@ -271,7 +272,7 @@ def fast_accepts(check, body):
     """The compiled verdict, as ``validate_response`` reaches it."""
     try:
         return bool(check(body))
-    except validation.NotNative:
+    except schema_compiler.NotNative:
         return bool(check(jsonutils.loads(jsonutils.dumps(body))))
 
 

@@ -35,6 +35,7 @@ from nova import test
 from nova.tests.unit.api.openstack import fakes
 from testtools.content import text_content
 
+from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from tests import schema_bodies
 
@@ -129,7 +130,7 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         format accepts a uuid without dashes).
         """
         schema = schema_bodies.response_schemas('detail')[0][0]
-        standard = validation.compile_schema(
+        standard = schema_compiler.compile_schema(
             schema, jsonschema.Draft202012Validator.FORMAT_CHECKER,
             _number_from_str, jsonschema_utils.equal)
         body = schema_bodies.template_bodies('detail')['v2.100']
@@ -272,8 +273,8 @@ class TestFaults(test.NoDBTestCase):
     def test_uncompilable_schema_is_validated_by_nova(self):
         schema = {'type': 'object', '$ref': '#/$defs/x',
                   '$defs': {'x': {'required': ['a']}}}
-        self.assertRaises(validation.Unsupported,
-                          validation.compile_schema, schema,
+        self.assertRaises(schema_compiler.Unsupported,
+                          schema_compiler.compile_schema, schema,
                           validators._FORMAT_CHECKER, _number_from_str,
                           jsonschema_utils.equal)
         ours = [validation._Schema(schema, None, None)]
