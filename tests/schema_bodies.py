@@ -37,6 +37,7 @@ from nova.api.validation import validators
 from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields as ovo_fields
 
+from nova_cellsched.api import response_stack
 from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 
@@ -70,7 +71,7 @@ TEMPLATES = {'index': 'servers-list-resp', 'detail': 'servers-details-resp'}
 
 def response_schemas(method):
     """[(schema, min_version, max_version)] of nova's *method*, in order."""
-    layers, _ = validation._stack(
+    layers, _ = response_stack.layers(
         servers.ServersController.__dict__[method]
         if not validation.is_installed() else validation._SAVED[method])
     return [(a['response_body_schema'], a['min_version'], a['max_version'])

@@ -49,12 +49,12 @@ import hashlib
 import inspect
 import re
 import threading
-import types
 from typing import Any
 
 from oslo_log import log as logging
 from oslo_versionedobjects import fields as ovo_fields
 
+from nova_cellsched.api import response_stack
 from nova_cellsched.api import schema_compiler
 from nova_cellsched.api.schema_compiler import Check
 from nova_cellsched.api import server_timing
@@ -437,52 +437,6 @@ def source_hash(thing: Any) -> str:
     return hashlib.sha256(source.encode('utf-8')).hexdigest()[:16]
 
 
-def _wrapper_codes() -> dict[types.CodeType, str]:
-    """The code of each nova decorator's wrapper -> the decorator."""
-    from nova.api.openstack import wsgi
-    from nova.api import validation as nova_validation
-
-    def probe(self: Any, req: Any) -> None:
-        """Decorated only to find the decorators' wrapper code."""
-
-    return {
-        wsgi.expected_errors(400)(probe).__code__: 'expected_errors',
-        nova_validation.query_schema({})(probe).__code__: 'query_schema',
-        nova_validation.response_body_schema({})(probe).__code__:
-            'response_body_schema',
-    }
-
-
-_ORDER = ('expected_errors', 'query_schema', 'response_body_schema')
-_NEXT = {'expected_errors': 'f', 'query_schema': 'func',
-         'response_body_schema': 'func'}
-
-
-def _stack(method: Callable[..., Any]
-           ) -> tuple[list[tuple[str, Any, Any]], Any]:
-    """nova's decorators on *method*, outermost first, and the function.
-
-    Each decorator as (name, its arguments, its wrapper).
-
-    :raises ValueError: the stack is not expected_errors, query_schema
-        (any number), response_body_schema (at least one), function.
-    """
-    codes = _wrapper_codes()
-    layers = []
-    function = method
-    while getattr(function, '__code__', None) in codes:
-        kind = codes[function.__code__]
-        arguments = inspect.getclosurevars(function).nonlocals
-        layers.append((kind, arguments, function))
-        function = arguments[_NEXT[kind]]
-    kinds = [kind for kind, _, _ in layers]
-    if (kinds[:1] != ['expected_errors'] or
-            kinds != sorted(kinds, key=_ORDER.index) or
-            'response_body_schema' not in kinds or
-            kinds.count('expected_errors') != 1):
-        raise ValueError('decorators %s' % ', '.join(kinds))
-    return layers, function
-
 
 def check() -> list[str]:
     """What differs from the nova this fits: one line per difference.
@@ -516,8 +470,8 @@ def check() -> list[str]:
     from nova.api.openstack.compute import servers
     for name in METHODS:
         try:
-            _stack(_SAVED.get(name) or
-                   servers.ServersController.__dict__[name])
+            response_stack.layers(_SAVED.get(name) or
+                                  servers.ServersController.__dict__[name])
         except (KeyError, ValueError) as exc:
             problems.append('ServersController.%s: unexpected %s'
                             % (name, exc))
@@ -526,16 +480,9 @@ def check() -> list[str]:
 
 def _served(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     """*method* rebuilt: nova's outer decorators around one validation."""
-    from nova.api.openstack import wsgi
-    from nova.api import validation as nova_validation
-
-    layers, function = _stack(method)
-    responses = [(arguments, wrapper) for kind, arguments, wrapper in layers
-                 if kind == 'response_body_schema']
-    # nova's innermost decorator validates first.
-    schemas = [_Schema(a['response_body_schema'], a['min_version'],
-                       a['max_version']) for a, _ in reversed(responses)]
-    nova_responses = responses[0][1]
+    found, function = response_stack.layers(method)
+    found_schemas, nova_responses = response_stack.response_schemas(found)
+    schemas = [_Schema(*s) for s in found_schemas]
 
     @functools.wraps(function)
     def validated_once(*args: Any, **kwargs: Any) -> Any:
@@ -550,16 +497,7 @@ def _served(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     for key, value in vars(nova_responses).items():
         if key != '__wrapped__':
             setattr(validated_once, key, value)
-    rebuilt: Callable[..., Any] = validated_once
-    for kind, arguments, _ in reversed(layers):
-        if kind == 'query_schema':
-            rebuilt = nova_validation.query_schema(
-                arguments['request_query_schema'],
-                arguments['min_version'], arguments['max_version'])(rebuilt)
-        elif kind == 'expected_errors':
-            rebuilt = wsgi.expected_errors(
-                arguments['errors'], arguments['min_version'],
-                arguments['max_version'])(rebuilt)
+    rebuilt = response_stack.rebuild(found, validated_once)
     setattr(rebuilt, '_cellsched_validation', name)
     return rebuilt
 
