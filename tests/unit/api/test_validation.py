@@ -37,6 +37,7 @@ from testtools.content import text_content
 
 from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
+from nova_cellsched.api import validation_pins
 from tests import schema_bodies
 
 
@@ -325,8 +326,8 @@ class TestInstall(test.NoDBTestCase):
 
     def test_changed_source_leaves_nova_alone(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.validation.SOURCES',
-            dict(validation.SOURCES, **{
+            'nova_cellsched.api.validation_pins.SOURCES',
+            dict(validation_pins.SOURCES, **{
                 'nova.api.validation.response_body_schema': '0' * 16})))
         logger = self.useFixture(fixtures.FakeLogger(
             name='nova_cellsched.api.validation'))
