@@ -86,9 +86,31 @@ _TYPES_OF = {'string': (str,), 'object': tuple(_DICT_TYPES),
              'number': (int, float), 'integer': (int,)}
 
 
+def json_equal(one: Any, two: Any) -> bool:
+    """Whether *two* equals the ``enum``/``const`` value *one*, as JSON.
+
+    *one* is a string, number, boolean or null (the compiler refuses
+    objects and arrays there). JSON equality: a boolean equals only the
+    same boolean (``true`` is not ``1``, ``false`` not ``0``), a number
+    equals the same number whatever its type (``1`` is ``1.0``), a
+    string the same string. This is Draft 2020-12's rule, which
+    jsonschema's validators apply (checked against the public
+    ``Draft202012Validator`` by the unit tests).
+    """
+    if one is two:
+        return True
+    if isinstance(one, str) or isinstance(two, str):
+        return bool(one == two)
+    if isinstance(one, bool) or isinstance(two, bool):
+        return (isinstance(one, bool) and isinstance(two, bool) and
+                one == two)
+    if type(two) in _DICT_TYPES or type(two) in _LIST_TYPES:
+        return False
+    return bool(one == two)
+
+
 def compile_schema(schema: Any, format_checker: Any,
-                   number_from_str: Callable[[Any], Any],
-                   equal: Callable[[Any, Any], bool]) -> Check:
+                   number_from_str: Callable[[Any], Any]) -> Check:
     """A function answering whether nova's validator accepts a body.
 
     The compiled function takes the object nova's view returned (or the
@@ -102,21 +124,27 @@ def compile_schema(schema: Any, format_checker: Any,
     a ``datetime`` is judged as the string nova's serializer makes of
     it): the caller then serializes the body and asks again.
 
-    It applies jsonschema 4's Draft 2020-12 semantics for each keyword
-    nova's response schemas use, with nova's changes: *format_checker*
-    (nova's ``_FORMAT_CHECKER``: its own date-time, uuid, uri... and the
+    It applies JSON Schema Draft 2020-12's semantics for each keyword
+    nova's response schemas use, as jsonschema 4's public
+    ``Draft202012Validator`` implements them (nova's validator extends
+    it), with nova's changes: *format_checker* (nova's
+    ``_FORMAT_CHECKER``, a public ``jsonschema.FormatChecker`` whose
+    ``checkers`` are nova's own date-time, uuid, uri... and the
     standard ipv4/ipv6) and nova's string-number ``minimum``/``maximum``
-    (*number_from_str*); *equal* is jsonschema's equality for ``enum``
-    and ``const``.
+    (*number_from_str*); ``enum`` and ``const`` compare by
+    :func:`json_equal`. Nothing private of jsonschema is used: a
+    jsonschema release keeps the fast path as long as it implements the
+    draft (the verdict tests prove it per release; see
+    :data:`.validation_pins.JSONSCHEMA_TESTED`).
 
     :raises Unsupported: the schema uses anything else (``$ref``,
         ``prefixItems``, an unknown type...): validate with nova's.
     """
-    return _compile(schema, format_checker, number_from_str, equal)
+    return _compile(schema, format_checker, number_from_str)
 
 
-def _compile(schema: Any, fc: Any, number_from_str: Callable[[Any], Any],
-             equal: Callable[[Any, Any], bool]) -> Check:
+def _compile(schema: Any, fc: Any,
+             number_from_str: Callable[[Any], Any]) -> Check:
     if schema is True:
         return _plain
     if schema is False:
@@ -129,7 +157,7 @@ def _compile(schema: Any, fc: Any, number_from_str: Callable[[Any], Any],
         raise Unsupported('keywords %s' % ', '.join(sorted(unknown)))
 
     def sub(s: Any) -> Check:
-        return _compile(s, fc, number_from_str, equal)
+        return _compile(s, fc, number_from_str)
 
     checks: list[Callable[[Any, type], bool]] = []
 
@@ -162,7 +190,7 @@ def _compile(schema: Any, fc: Any, number_from_str: Callable[[Any], Any],
         else:
             def enum_check(v: Any, t: type,
                            values: list[Any] = values) -> bool:
-                return any(equal(e, v) for e in values)
+                return any(json_equal(e, v) for e in values)
             checks.append(enum_check)
 
     if 'format' in schema:
@@ -270,7 +298,10 @@ FORMAT_RESULTS_SIZE = 20000
 
 def _format_check(func: Callable[[Any], Any],
                   raises: Any) -> Callable[[Any, type], bool]:
-    """jsonschema's ``FormatChecker.check`` as a verdict, remembered.
+    """A ``FormatChecker``'s verdict on a value, remembered.
+
+    As jsonschema's public ``FormatChecker.conforms``: the checker
+    function's false result, or its ``raises`` exception, is a failure.
 
     nova's format checkers are functions of the string alone (uuid,
     date-time, uri, ipv4...): their verdict on a string is remembered

@@ -126,17 +126,14 @@ class _Validators:
 VALIDATORS = _Validators()
 
 
-def _nova_parts() -> tuple[Any, Callable[[Any], Any],
-                           Callable[[Any, Any], bool]]:
-    """nova's format checker, string-number reading, jsonschema's equal."""
-    from jsonschema import _utils as jsonschema_utils
+def _nova_parts() -> tuple[Any, Callable[[Any], Any]]:
+    """nova's format checker and string-number reading."""
     from nova.api.validation import validators
 
     def number_from_str(value: Any) -> Any:
         return validators._SchemaValidator._number_from_str(None, value)
 
-    return (validators._FORMAT_CHECKER, number_from_str,
-            jsonschema_utils.equal)
+    return validators._FORMAT_CHECKER, number_from_str
 
 
 class Validated:
@@ -297,7 +294,8 @@ def check() -> list[str]:
 
     Empty when the fast path can be installed.
     """
-    problems = validation_pins.source_problems()
+    problems = (validation_pins.source_problems() +
+                validation_pins.jsonschema_problems())
     from nova.api.openstack.compute import servers
     for name in METHODS:
         try:

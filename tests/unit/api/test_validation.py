@@ -25,8 +25,9 @@ import collections
 import datetime
 
 import fixtures
+import hypothesis
+from hypothesis import strategies as st
 import jsonschema
-from jsonschema import _utils as jsonschema_utils
 from nova.api.openstack import api_version_request
 from nova.api import validation as nova_validation
 from nova.api.validation import validators
@@ -133,7 +134,7 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         schema = schema_bodies.response_schemas('detail')[0][0]
         standard = schema_compiler.compile_schema(
             schema, jsonschema.Draft202012Validator.FORMAT_CHECKER,
-            _number_from_str, jsonschema_utils.equal)
+            _number_from_str)
         body = schema_bodies.template_bodies('detail')['v2.100']
         counts = schema_bodies.new_counts()
         mismatches = []
@@ -276,8 +277,7 @@ class TestFaults(test.NoDBTestCase):
                   '$defs': {'x': {'required': ['a']}}}
         self.assertRaises(schema_compiler.Unsupported,
                           schema_compiler.compile_schema, schema,
-                          validators._FORMAT_CHECKER, _number_from_str,
-                          jsonschema_utils.equal)
+                          validators._FORMAT_CHECKER, _number_from_str)
         ours = [validation._Schema(schema, None, None)]
         before = validation.validated()
         ex = self.assertRaises(
@@ -310,6 +310,36 @@ class TestFaults(test.NoDBTestCase):
         self.assertIsNone(validation.VALIDATORS.get(schema))
 
 
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3),
+    st.floats(-3, 3).filter(lambda f: f == f), st.sampled_from(
+        ['', 'a', '1', 'true', 'null']))
+_VALUES = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=2),
+                    st.dictionaries(st.sampled_from(['a', '1']), _SCALARS,
+                                    max_size=2))
+
+
+class TestJsonEqual(test.NoDBTestCase):
+    """enum and const compare as jsonschema's public validator does."""
+
+    @hypothesis.settings(max_examples=400, deadline=None)
+    @hypothesis.given(_SCALARS, _VALUES)
+    def test_same_verdict_as_draft_2020_12_enum_and_const(self, one, two):
+        for schema in ({'enum': [one]}, {'const': one}):
+            expected = jsonschema.Draft202012Validator(schema).is_valid(two)
+            self.assertEqual(expected,
+                             schema_compiler.compile_schema(
+                                 schema, validators._FORMAT_CHECKER,
+                                 _number_from_str)(two),
+                             '%r against %r' % (two, schema))
+
+    def test_booleans_are_not_numbers(self):
+        self.assertFalse(schema_compiler.json_equal(True, 1))
+        self.assertFalse(schema_compiler.json_equal(0, False))
+        self.assertTrue(schema_compiler.json_equal(1, 1.0))
+        self.assertTrue(schema_compiler.json_equal(False, False))
+
+
 class TestInstall(test.NoDBTestCase):
     """Installed only on the nova it was built for; removed cleanly."""
 
@@ -334,6 +364,33 @@ class TestInstall(test.NoDBTestCase):
         self.assertFalse(validation.install())
         self.assertIn('nova.api.validation.response_body_schema is not the '
                       'code this was built for', logger.output)
+        for name, method in self.original.items():
+            self.assertIs(method, self.controller.__dict__[name])
+
+    def test_changed_private_jsonschema_code_keeps_the_fast_path(self):
+        """Only jsonschema's public API is relied on: a release whose
+        private keyword functions differ (here: replaced) installs.
+        """
+        from jsonschema import _keywords
+
+        def enum(validator, enums, instance, schema):
+            """A different private implementation."""
+            return _ORIGINAL_ENUM(validator, enums, instance, schema)
+
+        _ORIGINAL_ENUM = _keywords.enum
+        self.useFixture(fixtures.MonkeyPatch(
+            'jsonschema._keywords.enum', enum))
+        self.assertEqual([], validation.check())
+        self.assertTrue(validation.install())
+
+    def test_format_checker_not_jsonschemas_leaves_nova_alone(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.validation.validators._FORMAT_CHECKER', object()))
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.api.validation'))
+        self.assertFalse(validation.install())
+        self.assertIn("nova's _FORMAT_CHECKER is not a "
+                      'jsonschema.FormatChecker', logger.output)
         for name, method in self.original.items():
             self.assertIs(method, self.controller.__dict__[name])
 
