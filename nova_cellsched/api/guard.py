@@ -16,10 +16,9 @@ A thread cannot be killed: a query sent to a cell database that stops
 answering keeps its worker and its connection until the driver gives
 up. Three guards keep that bounded in a long-running nova-api worker:
 
-* :class:`StuckQueries` counts, per cell, the queries a listing gave up
-  on that still run; at a cap the cell is reported down at once instead
-  of being sent another query (a circuit breaker that closes by itself
-  when the stuck queries end). It is read by listings only.
+* :class:`.stuck.StuckQueries` counts, per cell, the queries a listing
+  gave up on that still run (:mod:`.stuck`; its names are kept here for
+  the lister).
 * :func:`io_timeout` bounds every blocking call a thread makes on a
   PyMySQL connection inside the block: the connect and its handshake, the
   pool's pre-ping at checkout, the query, the fetch, the rollback on
@@ -43,11 +42,9 @@ up. Three guards keep that bounded in a long-running nova-api worker:
   never see them.
 """
 
-import collections
 from collections.abc import Callable, Iterable, Iterator, Mapping
 import contextlib
 import contextvars
-import dataclasses
 import math
 import threading
 import time
@@ -57,6 +54,14 @@ import urllib.parse
 from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
+
+from nova_cellsched.api.stuck import Query
+from nova_cellsched.api.stuck import StuckQueries
+
+__all__ = ['ConnectFailed', 'Query', 'StuckQueries', 'given_up',
+           'install', 'installed', 'io_timeout', 'remember_given_up',
+           'timed_class', 'uninstall', 'unbounded_driver_advice',
+           'warn_unbounded_cell']
 
 LOG = logging.getLogger(__name__)
 
@@ -88,60 +93,6 @@ class ConnectFailed(ConnectionError):
             'cannot connect to the cell database within the I/O timeout '
             '(%s); the next request tries again'
             % ' '.join(str(cause).split()))
-
-
-@dataclasses.dataclass
-class Query:
-    """One query sent to one cell, as :class:`StuckQueries` tracks it."""
-
-    cell: str
-    started: bool = False
-    finished: bool = False
-    abandoned: bool = False
-
-
-class StuckQueries:
-    """Per cell, the queries given up on that are still running."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stuck: collections.Counter[str] = collections.Counter()
-
-    def count(self, cell: str) -> int:
-        with self._lock:
-            return self._stuck[cell]
-
-    def snapshot(self) -> dict[str, int]:
-        """Cell uuid -> stuck queries, for cells that have any."""
-        with self._lock:
-            return {cell: n for cell, n in self._stuck.items() if n}
-
-    def begin(self, query: Query) -> bool:
-        """Mark *query* running; False if it was given up on already."""
-        with self._lock:
-            if query.abandoned:
-                return False
-            query.started = True
-            return True
-
-    def end(self, query: Query) -> None:
-        with self._lock:
-            query.finished = True
-            if query.abandoned and query.started:
-                self._stuck[query.cell] -= 1
-
-    def abandon(self, query: Query) -> None:
-        """The listing stopped waiting for *query*.
-
-        Counted as stuck only while it runs: one that never started will
-        not start any more (see :meth:`begin`).
-        """
-        with self._lock:
-            if query.finished or query.abandoned:
-                return
-            query.abandoned = True
-            if query.started:
-                self._stuck[query.cell] += 1
 
 
 def remember_given_up(request_id: str | None, cells: Iterable[str]) -> None:

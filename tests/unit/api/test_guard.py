@@ -24,13 +24,14 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched.api import guard
+from nova_cellsched.api import stuck as stuck_queries
 
 
 class TestStuckQueries(base.BaseTestCase):
 
     def test_query_given_up_while_running_counts_until_it_ends(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         self.assertTrue(stuck.begin(query))
         stuck.abandon(query)
         self.assertEqual(1, stuck.count('cell1'))
@@ -40,23 +41,23 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual({}, stuck.snapshot())
 
     def test_query_given_up_before_it_started_never_runs_or_counts(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         stuck.abandon(query)
         self.assertEqual(0, stuck.count('cell1'))
         self.assertFalse(stuck.begin(query))
 
     def test_finished_query_is_not_stuck(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         stuck.begin(query)
         stuck.end(query)
         stuck.abandon(query)
         self.assertEqual(0, stuck.count('cell1'))
 
     def test_abandon_twice_counts_once(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell2')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell2')
         stuck.begin(query)
         stuck.abandon(query)
         stuck.abandon(query)
@@ -65,8 +66,8 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual(0, stuck.count('cell2'))
 
     def test_counts_are_per_cell_and_thread_safe(self):
-        stuck = guard.StuckQueries()
-        queries = [guard.Query('cell%d' % (n % 3)) for n in range(300)]
+        stuck = stuck_queries.StuckQueries()
+        queries = [stuck_queries.Query('cell%d' % (n % 3)) for n in range(300)]
 
         def run(chunk):
             for query in chunk:
