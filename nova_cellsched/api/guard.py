@@ -31,8 +31,11 @@ up. Three guards keep that bounded in a long-running nova-api worker:
   connections made by SQLAlchemy engines once :func:`install` ran are of a
   subclass whose timeouts are this thread's inside the block and the
   connection's own everywhere else, so nova's other threads keep their
-  settings. Other drivers keep theirs: for them, put a read timeout in the
-  cell's database URL; :func:`.driver_advice.warn_unbounded_cell` says so
+  settings; the cell connections pooled before :func:`install` are
+  closed by it, not changed in place (the pool pings a connection before
+  its ``checkout`` event, so a change there came one ping late).
+  Other drivers keep theirs: for them, put a read timeout in the cell's
+  database URL; :func:`.driver_advice.warn_unbounded_cell` says so
   once per cell (its names are kept here for the lister and the start-up
   check).
 * :func:`remember_given_up` / :func:`given_up`: the cells a listing gave
@@ -231,29 +234,38 @@ def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
     return timed_class(connection_class)(*cargs, **cparams)
 
 
-def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    # A connection made before install(): its next checkout's pre-ping
-    # and everything after are bounded.
-    base = type(dbapi_connection)
-    if (not getattr(base, 'cellsched_timed', False) and
-            base.__module__ == 'pymysql.connections'):
-        values = {name: dbapi_connection.__dict__.pop(name, None)
-                  for name in ('connect_timeout', '_read_timeout',
-                               '_write_timeout')}
-        dbapi_connection.__class__ = timed_class(base)
-        for name, value in values.items():
-            setattr(dbapi_connection, name, value)
+def _close_idle_cell_connections() -> None:
+    """Close the connections waiting in the cell pools nova made so far.
+
+    A connection made before :func:`install` is PyMySQL's own class,
+    without the thread-bound timeouts, and the pool pings it before any
+    ``checkout`` event could change it: on a frozen cell that ping
+    would block a bounded thread without end. nova-api started by
+    nova's own WSGI entry point runs nova's start-up check, which
+    connects to every cell, before the paste filter installs this. Each
+    cell's next use connects anew, through :func:`_on_do_connect` (one
+    connect per pooled connection, once). Checked-out connections are
+    not touched (none are at install, which runs before any request).
+    """
+    from nova import context as nova_context
+
+    for manager, _mq in list(nova_context.CELL_CACHE.values()):
+        dispose = getattr(manager, 'dispose_pool', None)
+        if dispose is not None:
+            dispose()
 
 
 def install() -> None:
-    """Make new PyMySQL connections obey :func:`io_timeout`.
+    """Make PyMySQL connections to the cells obey :func:`io_timeout`.
 
+    New connections are made of :func:`timed_class`; the idle ones nova
+    made before are closed (:func:`_close_idle_cell_connections`).
     Idempotent; the caller locks.
     """
     if not sa.event.contains(sa.engine.Engine, 'do_connect',
                              _on_do_connect):
         sa.event.listen(sa.engine.Engine, 'do_connect', _on_do_connect)
-        sa.event.listen(sa.pool.Pool, 'checkout', _on_checkout)
+        _close_idle_cell_connections()
 
 
 def installed() -> bool:
@@ -266,4 +278,3 @@ def uninstall() -> None:
     """New connections are PyMySQL's own again (made ones keep theirs)."""
     if sa.event.contains(sa.engine.Engine, 'do_connect', _on_do_connect):
         sa.event.remove(sa.engine.Engine, 'do_connect', _on_do_connect)
-        sa.event.remove(sa.pool.Pool, 'checkout', _on_checkout)
