@@ -48,6 +48,7 @@ from nova.api.validation import validators
 from nova.tests.unit.api.openstack import fakes
 from oslo_serialization import jsonutils
 
+from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from nova_cellsched import compat
 from tests import schema_bodies
@@ -111,7 +112,7 @@ def run(version, servers, repeat):
         validation.validate_response(ours, body, (None, req), {})
 
     def cold():
-        for results in validation._FORMAT_RESULTS.values():
+        for results in schema_compiler._FORMAT_RESULTS.values():
             results.clear()
         validate_ours()
 

@@ -37,6 +37,8 @@ from nova.api.validation import validators
 from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields as ovo_fields
 
+from nova_cellsched.api import response_stack
+from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from nova_cellsched import compat
 
@@ -70,7 +72,7 @@ TEMPLATES = {'index': 'servers-list-resp', 'detail': 'servers-details-resp'}
 
 def response_schemas(method):
     """[(schema, min_version, max_version)] of nova's *method*, in order."""
-    layers, _ = validation._stack(compat.original(
+    layers, _ = response_stack.layers(compat.original(
         'nova.api.openstack.compute.servers:ServersController', method))
     return [(a['response_body_schema'], a['min_version'], a['max_version'])
             for kind, a, _ in reversed(layers)
@@ -271,7 +273,7 @@ def fast_accepts(check, body):
     """The compiled verdict, as ``validate_response`` reaches it."""
     try:
         return bool(check(body))
-    except validation.NotNative:
+    except schema_compiler.NotNative:
         return bool(check(jsonutils.loads(jsonutils.dumps(body))))
 
 

@@ -16,10 +16,9 @@ A thread cannot be killed: a query sent to a cell database that stops
 answering keeps its worker and its connection until the driver gives
 up. Two guards keep that bounded in a long-running nova-api worker:
 
-* :class:`StuckQueries` counts, per cell, the queries a listing gave up
-  on that still run; at a cap the cell is reported down at once instead
-  of being sent another query (a circuit breaker that closes by itself
-  when the stuck queries end). It is read by listings only.
+* :class:`.stuck.StuckQueries` counts, per cell, the queries a listing
+  gave up on that still run (:mod:`.stuck`; its names are kept here for
+  the lister).
 * :func:`io_timeout` bounds every blocking call a thread makes on a
   PyMySQL connection inside the block: the connect and its handshake, the
   pool's pre-ping at checkout, the query, the fetch, the rollback on
@@ -33,27 +32,36 @@ up. Two guards keep that bounded in a long-running nova-api worker:
   (:mod:`nova_cellsched.compat`) are of a
   subclass whose timeouts are this thread's inside the block and the
   connection's own everywhere else, so nova's other threads keep their
-  settings. Other drivers keep theirs: for them, put a read timeout in the
-  cell's database URL; :func:`warn_unbounded_cell` says so once per cell
-  (:func:`unbounded_driver_advice` decides what to say).
+  settings; the cell connections pooled before the part was on are
+  closed when it turns on (:func:`_close_idle_cell_connections`), not
+  changed in place (the pool pings a connection before its ``checkout``
+  event, so a change there came one ping late).
+  Other drivers keep theirs: for them, put a read timeout in the cell's
+  database URL; :func:`.driver_advice.warn_unbounded_cell` says so
+  once per cell (its names are kept here for the lister and the start-up
+  check).
 
 The cells a listing gave up on, which the rest of that one request does
 not wait for again, are the request's state
 (:attr:`.request_state.RequestState.given_up`).
 """
 
-import collections
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 import contextlib
-import dataclasses
 import math
 import threading
 import time
 from typing import Any
-import urllib.parse
 
 from oslo_log import log as logging
-from sqlalchemy.engine import url as sa_url
+
+from nova_cellsched.api.driver_advice import unbounded_driver_advice
+from nova_cellsched.api.driver_advice import warn_unbounded_cell
+from nova_cellsched.api.stuck import Query
+from nova_cellsched.api.stuck import StuckQueries
+
+__all__ = ['ConnectFailed', 'Query', 'StuckQueries', 'io_timeout',
+           'timed_class', 'unbounded_driver_advice', 'warn_unbounded_cell']
 
 LOG = logging.getLogger(__name__)
 
@@ -80,60 +88,6 @@ class ConnectFailed(ConnectionError):
             'cannot connect to the cell database within the I/O timeout '
             '(%s); the next request tries again'
             % ' '.join(str(cause).split()))
-
-
-@dataclasses.dataclass
-class Query:
-    """One query sent to one cell, as :class:`StuckQueries` tracks it."""
-
-    cell: str
-    started: bool = False
-    finished: bool = False
-    abandoned: bool = False
-
-
-class StuckQueries:
-    """Per cell, the queries given up on that are still running."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stuck: collections.Counter[str] = collections.Counter()
-
-    def count(self, cell: str) -> int:
-        with self._lock:
-            return self._stuck[cell]
-
-    def snapshot(self) -> dict[str, int]:
-        """Cell uuid -> stuck queries, for cells that have any."""
-        with self._lock:
-            return {cell: n for cell, n in self._stuck.items() if n}
-
-    def begin(self, query: Query) -> bool:
-        """Mark *query* running; False if it was given up on already."""
-        with self._lock:
-            if query.abandoned:
-                return False
-            query.started = True
-            return True
-
-    def end(self, query: Query) -> None:
-        with self._lock:
-            query.finished = True
-            if query.abandoned and query.started:
-                self._stuck[query.cell] -= 1
-
-    def abandon(self, query: Query) -> None:
-        """The listing stopped waiting for *query*.
-
-        Counted as stuck only while it runs: one that never started will
-        not start any more (see :meth:`begin`).
-        """
-        with self._lock:
-            if query.finished or query.abandoned:
-                return
-            query.abandoned = True
-            if query.started:
-                self._stuck[query.cell] += 1
 
 
 @contextlib.contextmanager
@@ -249,120 +203,23 @@ def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
     return timed_class(connection_class)(*cargs, **cparams)
 
 
-def _on_checkout(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
-    # A connection made before the part was on: its next checkout's pre-ping
-    # and everything after are bounded.
-    base = type(dbapi_connection)
-    if (not getattr(base, 'cellsched_timed', False) and
-            base.__module__ == 'pymysql.connections'):
-        values = {name: dbapi_connection.__dict__.pop(name, None)
-                  for name in ('connect_timeout', '_read_timeout',
-                               '_write_timeout')}
-        dbapi_connection.__class__ = timed_class(base)
-        for name, value in values.items():
-            setattr(dbapi_connection, name, value)
+def _close_idle_cell_connections() -> None:
+    """Close the connections waiting in the cell pools nova made so far.
 
-
-#: The drivers a URL without ``+driver`` gets from SQLAlchemy, by backend.
-_DEFAULT_DRIVERS = {'mysql': 'mysqldb', 'mariadb': 'mysqldb',
-                    'postgresql': 'psycopg2'}
-
-
-def unbounded_driver_advice(drivername: str, query: Mapping[str, Any],
-                            seconds: float | None) -> str | None:
-    """What to put in a cell URL whose driver :func:`io_timeout` misses.
-
-    :func:`io_timeout` bounds PyMySQL only. For a MySQL or PostgreSQL
-    URL of another driver with no read timeout of its own, this says
-    which URL parameters bound a worker blocked on that cell; None when
-    nothing is missing (PyMySQL, a URL that has the parameter, another
-    database such as SQLite).
-
-    :param drivername: the URL's scheme, ``backend`` or
-        ``backend+driver`` (``mysql://`` is mysqlclient's, as in
-        SQLAlchemy).
-    :param query: the URL's query parameters (with ``[database]
-        connection_parameters``, which oslo.db appends to every URL).
-    :param seconds: the bound a PyMySQL worker gets, suggested as the
-        value; None suggests 120 (twice the default
-        ``list_cell_timeout``).
+    Called by :mod:`nova_cellsched.compat` when the ``guard`` part
+    turns on. A connection made before is PyMySQL's own class,
+    without the thread-bound timeouts, and the pool pings it before any
+    ``checkout`` event could change it: on a frozen cell that ping
+    would block a bounded thread without end. nova-api started by
+    nova's own WSGI entry point runs nova's start-up check, which
+    connects to every cell, before the paste filter turns the part on. Each
+    cell's next use connects anew, through :func:`_on_do_connect` (one
+    connect per pooled connection, once). Checked-out connections are
+    not touched (none are when the part turns on, before any request).
     """
-    backend, _, driver = drivername.lower().partition('+')
-    driver = driver or _DEFAULT_DRIVERS.get(backend, '')
-    wait = max(1, math.ceil(seconds if seconds is not None else 120))
-    if backend not in ('mysql', 'mariadb', 'postgresql'):
-        return None
-    if driver == 'pymysql':
-        return None
-    if driver == 'mysqldb':
-        if 'read_timeout' in query:
-            return None
-        return ('mysqlclient waits for the server without limit: add '
-                'read_timeout=%(s)d&write_timeout=%(s)d&connect_timeout='
-                '%(s)d to the cell\'s database URL, or use '
-                'mysql+pymysql://, which nova-cellsched bounds by itself'
-                % {'s': wait})
-    if driver in ('psycopg2', 'psycopg'):
-        if 'tcp_user_timeout' in query:
-            return None
-        return ('libpq (%s) has no read timeout, so a worker waits for an '
-                'unanswered query without limit: in the cell\'s database '
-                'URL, connect_timeout=%d bounds the connect, '
-                'tcp_user_timeout=%d (milliseconds) and keepalives=1&'
-                'keepalives_idle=%d&keepalives_interval=5&'
-                'keepalives_count=3 bound an unreachable server, and the '
-                'server\'s statement_timeout (options=-c%%20'
-                'statement_timeout%%3D%d) bounds a slow query; nothing on '
-                'the client bounds a '
-                'server that is frozen while its host still answers TCP'
-                % (driver, wait, wait * 1000, wait, wait * 1000))
-    return ('the %s driver is not bounded by nova-cellsched: set its read, '
-            'write and connect timeouts (about %d s) in the cell\'s '
-            'database URL%s' % (
-                driver or backend, wait,
-                ', or use mysql+pymysql://, which nova-cellsched bounds by '
-                'itself' if backend != 'postgresql' else ''))
+    from nova import context as nova_context
 
-
-_WARNED: set[str] = set()
-_WARNED_LOCK = threading.Lock()
-
-
-def warn_unbounded_cell(cell_mapping: Any, seconds: float | None,
-                        connection_parameters: str | None = None) -> None:
-    """Log once per cell and process if its driver is not bounded.
-
-    A WARNING naming the cell (its name and uuid, never its URL) with
-    :func:`unbounded_driver_advice`, the first time a listing of this
-    process asks *cell_mapping*; nothing for a URL that cannot be read
-    (nova's tests use names as URLs) or that needs no advice.
-
-    :param seconds: the bound of a PyMySQL worker on this cell.
-    :param connection_parameters: ``[database] connection_parameters``,
-        which oslo.db appends to every cell URL.
-    """
-    uuid = getattr(cell_mapping, 'uuid', None)
-    if uuid is None or uuid in _WARNED:
-        return
-    with _WARNED_LOCK:
-        if uuid in _WARNED:
-            return
-        _WARNED.add(uuid)
-    try:
-        url = sa_url.make_url(cell_mapping.database_connection)
-    except Exception:  # noqa: BLE001 - not a URL: nothing to advise
-        return
-    query: dict[str, Any] = dict(url.query)
-    query.update(urllib.parse.parse_qs(connection_parameters or ''))
-    advice = unbounded_driver_advice(url.drivername, query, seconds)
-    if advice is not None:
-        LOG.warning('Cell %(cell)s: a listing worker blocked on its '
-                    'database is not bounded (only PyMySQL connections '
-                    'are): %(advice)s',
-                    {'cell': _cell_label(cell_mapping), 'advice': advice})
-
-
-def _cell_label(cell_mapping: Any) -> str:
-    name = getattr(cell_mapping, 'name', None)
-    return ('%s (%s)' % (name, cell_mapping.uuid) if name
-            else str(cell_mapping.uuid))
+    for manager, _mq in list(nova_context.CELL_CACHE.values()):
+        dispose = getattr(manager, 'dispose_pool', None)
+        if dispose is not None:
+            dispose()

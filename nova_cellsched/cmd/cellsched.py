@@ -20,6 +20,7 @@ Commands::
 
     nova-cellsched --config-file /etc/nova/nova.conf check
     nova-cellsched check --api-paste /etc/nova/api-paste.ini
+    nova-cellsched --config-file /etc/nova/nova.conf check --selftest
     nova-cellsched --config-file /etc/nova/nova.conf explain --project P
     nova-cellsched --config-file /etc/nova/nova.conf list [options]
     nova-cellsched --config-file /etc/nova/nova.conf sync-aggregates \
@@ -37,14 +38,16 @@ Exit codes (each command's are in doc/source/cli/nova-cellsched.rst):
 1      ``check`` found problems (unknown or ambiguous cell names,
        projects without a usable cell, cell aggregates out of sync,
        a server-list pipeline of ``--api-paste`` without the filter,
-       a nova the filter refuses, ...); ``sync-aggregates`` failed
-       for some cells or providers (listed); ``list`` lost cells
-       (failed or timed out: the rest is printed, or nothing with
-       ``[api] list_records_by_skipping_down_cells = false``);
+       a nova the filter refuses, a ``--selftest`` difference, ...);
+       ``sync-aggregates`` failed for some cells or providers
+       (listed); ``list`` lost cells (failed or timed out: the rest is
+       printed, or nothing with ``[api]
+       list_records_by_skipping_down_cells = false``);
        other unexpected errors
 2      bad configuration (malformed ``[cellsched]`` options, no
        ``[api_database] connection``) or bad command line input (a
-       missing or malformed ``--api-paste`` file)
+       missing or malformed ``--api-paste`` file, ``--selftest`` with
+       ``--api-paste`` or without ``[database] connection``)
 3      the nova API database cannot be reached (``sync-aggregates``:
        or the placement API)
 4      ``sync-aggregates``: the removal guard held a cell (its database
@@ -131,6 +134,17 @@ class Check(CellschedCommandMixin, lister.Lister):
     and whether the installed nova is one the filter fits. A pipeline
     nova-api serves without the filter, or a nova the filter refuses,
     makes the exit code 1; a missing or malformed file, 2.
+
+    With --selftest, runs in this process what the filter relies on in
+    nova-api: the static check of the installed nova (its release and
+    relied-on sources) and the self-test (both listers on private
+    in-memory databases, compared object by object, with nova.conf's
+    ``[database] connection`` scheme), as nova-api's filter does at
+    start, so that an operator can run them after an upgrade before
+    reloading nova-api. The self-test changes process-wide state while
+    it runs (a class attribute of nova's ``InstanceMapping``, an option
+    override, nova's cell cache): here in a process of its own. Any
+    difference makes the exit code 1.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
@@ -140,12 +154,24 @@ class Check(CellschedCommandMixin, lister.Lister):
             help="Check nova-api's api-paste.ini (e.g. "
                  '/etc/nova/api-paste.ini) and the installed nova for the '
                  'cellsched paste filter, instead of the cell mapping.')
+        parser.add_argument(
+            '--selftest', action='store_true',
+            help='Check the installed nova and run the self-test of the '
+                 "nova-api lister (nova's and ours on private in-memory "
+                 'databases, compared), instead of the cell mapping. '
+                 'Run it after installing or upgrading nova or '
+                 'nova-cellsched.')
         return parser
 
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         if parsed_args.api_paste is not None:
+            if parsed_args.selftest:
+                raise exception.InvalidConfig(
+                    '--selftest and --api-paste are two checks: give one')
             return self._check_api_paste(parsed_args.api_paste)
+        if parsed_args.selftest:
+            return self._selftest()
         from nova_cellsched import cells
 
         _mapping, cell_mappings, policy = _load_state()
@@ -212,6 +238,32 @@ class Check(CellschedCommandMixin, lister.Lister):
             self.app.stderr.write('problem: %s\n' % problem)
         self._problems = len(problems)
         return API_PASTE_COLUMNS, rows
+
+    def _selftest(self) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
+        import nova.conf
+
+        from nova_cellsched.api import selftest
+
+        if not nova.conf.CONF.database.connection:
+            raise exception.InvalidConfig(
+                "--selftest needs nova.conf's [database] connection (nova's "
+                'instance queries pick their operators by its scheme); got '
+                'none: give the nova-api nova.conf with --config-file')
+        nova_problems = _nova_check()
+        rows: list[tuple[str, str, str]] = [(
+            'installed nova', 'nova %s' % _nova_version(),
+            'problem: ' + '; '.join(nova_problems) if nova_problems
+            else 'ok')]
+        problems = ['installed nova: %s' % p for p in nova_problems]
+        if not nova_problems:
+            found, seconds = selftest.run()
+            rows.append(('self-test', '%.3f s' % seconds,
+                         'problem: ' + '; '.join(found) if found else 'ok'))
+            problems += found
+        for problem in problems:
+            self.app.stderr.write('problem: %s\n' % problem)
+        self._problems = len(problems)
+        return SELFTEST_COLUMNS, rows
 
     def run(self, parsed_args: argparse.Namespace) -> int:
         self._problems = 0
@@ -306,6 +358,10 @@ def warn_unreachable_cells(policy: policy_mod.Policy,
     for line in lines:
         stderr.write('warning: %s\n' % line)
     return lines
+
+
+#: Columns of ``check --selftest``.
+SELFTEST_COLUMNS = ('Check', 'Detail', 'Result')
 
 
 def _nova_check() -> list[str]:

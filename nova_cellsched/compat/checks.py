@@ -73,16 +73,54 @@ def keyset_fits() -> list[str]:
 
 def validation_stack() -> list[str]:
     """nova's decorator stack on the two methods is the one rebuilt."""
+    from nova_cellsched.api import response_stack
     from nova_cellsched.api import validation
     from nova_cellsched.compat import core
 
     problems = []
     for name in validation.METHODS:
         try:
-            validation._stack(core.original(
+            response_stack.layers(core.original(
                 'nova.api.openstack.compute.servers:ServersController',
                 name))
         except (AttributeError, KeyError, ValueError) as exc:
             problems.append('ServersController.%s: unexpected %s'
                             % (name, exc))
+    return problems
+
+
+#: The jsonschema releases the verdict tests passed with, and the nova
+#: releases whose upper-constraints pin them. Not a gate: the compiler
+#: (:mod:`nova_cellsched.api.schema_compiler`) relies on the draft's
+#: semantics and jsonschema's public API only
+#: (:func:`jsonschema_problems`), so another release keeps the fast
+#: path; to add one, run the verdict tests with it (contributor guide).
+JSONSCHEMA_TESTED = {
+    '4.23.0': 'nova 31 (2025.1)',
+    '4.25.0': 'nova 32 (2025.2)',
+    '4.26.0': 'nova 33 (2026.1), nova 34',
+}
+
+
+def jsonschema_problems() -> list[str]:
+    """What the fast validation needs of jsonschema's public API, if missing.
+
+    nova's ``_SchemaValidator`` extends jsonschema's
+    ``Draft202012Validator`` and hands its ``_FORMAT_CHECKER`` (a
+    ``jsonschema.FormatChecker``) to it; the compiler reads that
+    checker's public ``checkers`` mapping.
+    """
+    try:
+        import jsonschema
+        from nova.api.validation import validators
+    except ImportError as exc:
+        return ['jsonschema cannot be imported (%s)' % exc]
+    problems = []
+    if not hasattr(jsonschema, 'Draft202012Validator'):
+        problems.append('jsonschema has no Draft202012Validator')
+    checker = getattr(validators, '_FORMAT_CHECKER', None)
+    if not isinstance(checker, jsonschema.FormatChecker) or not isinstance(
+            getattr(checker, 'checkers', None), dict):
+        problems.append("nova's _FORMAT_CHECKER is not a "
+                        'jsonschema.FormatChecker with a checkers mapping')
     return problems

@@ -300,7 +300,10 @@ def adapter(name: str) -> types.ModuleType | None:
 # Installing and restoring -------------------------------------------------
 
 def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
-    """Put *part*'s targets into nova; all or none."""
+    """Put *part*'s targets into nova, then run its ``on_install``.
+
+    All or none: a target or hook that fails takes the targets out.
+    """
     import sqlalchemy as sa
 
     done: list[_Put] = []
@@ -349,6 +352,8 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
                 setattr(owner, target.attribute, ours)
                 _ORIGINALS[target.name] = (saved if had else nova_own)
             done.append(put)
+        for spec in part.on_install:
+            _ours(spec, adapter_name)()
     except Exception:
         _undo(done)
         raise

@@ -136,6 +136,10 @@ class Part:
         every check.
     :ivar install_checks: the same, run only when installing (the
         lister's self-test), with the required parts on.
+    :ivar on_install: ``module:function`` called with no arguments each
+        time the part turns on, after its targets are in (a failure
+        takes them out again and keeps the part off). Changes nothing
+        of nova's own.
     """
 
     name: str
@@ -147,6 +151,7 @@ class Part:
     requires: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
     install_checks: tuple[str, ...] = ()
+    on_install: tuple[str, ...] = ()
 
 
 _VIEWS = 'nova.api.openstack.compute.views.servers'
@@ -162,11 +167,13 @@ PARTS: tuple[Part, ...] = (
         targets=(
             Listen('sqlalchemy.engine:Engine', 'do_connect',
                    'nova_cellsched.api.guard:_on_do_connect'),
-            Listen('sqlalchemy.pool:Pool', 'checkout',
-                   'nova_cellsched.api.guard:_on_checkout'),
         ),
         sources=(),
         checks=('nova_cellsched.compat.checks:guard_state',),
+        # Connections pooled before are PyMySQL's own class: closed, so
+        # each is made anew through _on_do_connect.
+        on_install=('nova_cellsched.api.guard:'
+                    '_close_idle_cell_connections',),
     ),
     Part(
         name='keyset',
@@ -402,7 +409,10 @@ PARTS: tuple[Part, ...] = (
             Swap(_SERVERS + ':ServersController', 'detail',
                  'nova_cellsched.api.validation:_served', wraps=True),
         ),
-        checks=('nova_cellsched.compat.checks:validation_stack',),
+        # jsonschema is relied on through its public API only, checked
+        # by jsonschema_problems, not pinned by source.
+        checks=('nova_cellsched.compat.checks:validation_stack',
+                'nova_cellsched.compat.checks:jsonschema_problems'),
         sources=(
             Source(_SERVERS, 'ServersController.index',
                    "rebuilt: nova's decorators found in its stack, one "
@@ -435,22 +445,7 @@ PARTS: tuple[Part, ...] = (
                    'the collections the views hand over'),
             Source('oslo_versionedobjects.fields', 'CoercedList',
                    'the collections the views hand over'),
-            Source('jsonschema._format', 'FormatChecker.check',
-                   'the format verdicts compile_schema remembers'),
-            Source('jsonschema._utils', 'equal', 'enum and const'),
-            Source('jsonschema._utils', 'find_additional_properties',
-                   'additionalProperties'),
-            Source('jsonschema._types', 'is_number', 'type number'),
-            Source('jsonschema._types', 'is_integer', 'type integer'),
-        ) + tuple(
-            Source('jsonschema._keywords', keyword,
-                   'the keyword compile_schema mirrors')
-            for keyword in (
-                'additionalProperties', 'allOf', 'anyOf', 'const', 'enum',
-                'format', 'items', 'maxItems', 'maxLength', 'maxProperties',
-                'maximum', 'minItems', 'minLength', 'minProperties',
-                'minimum', 'not_', 'oneOf', 'pattern', 'patternProperties',
-                'properties', 'required', 'type')),
+        ),
     ),
     Part(
         name='startup',

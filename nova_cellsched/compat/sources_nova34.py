@@ -176,60 +176,6 @@ HASHES: dict[str, str] = {
         '1446f8001347a3510e7bb88406bc5e55d0107e504a6b70142a6ee6c01d1472a4',
     'oslo_versionedobjects.fields.CoercedList':
         'c526aa9b0ffbbfe196801eacf69989698346549d43811ad377a9bdc7365a3bc8',
-    'jsonschema._format.FormatChecker.check':
-        '141d01873dda6ecdcf2d844c14ca2316d32b949f2ede843c8594a72617fb26e3',
-    'jsonschema._utils.equal':
-        '65df99efefe5001da95d36a67ac3879b6e9666fba73eb86d5891533991a2143f',
-    'jsonschema._utils.find_additional_properties':
-        '7942b3a508e8453ba62b173f88c1f6927616622e635389de8b6221f16cf9694e',
-    'jsonschema._types.is_number':
-        '1f2c015e5c853ca766688b134ac4c4c3e68976ec44302a94976161554d8a56b6',
-    'jsonschema._types.is_integer':
-        'b3167018777fcadcce71be367d5b2b4dd8f5db726d1bb7eabcf0735d90375d08',
-    'jsonschema._keywords.additionalProperties':
-        '3ebd9609f017c9dbb95b90c4ce3d8fe8bfa15d3b1385dead481900f2ee0688ab',
-    'jsonschema._keywords.allOf':
-        '4708a58f6bb4fa36798d1e3702ffa99bf4c978e3573a490cccd868023641f123',
-    'jsonschema._keywords.anyOf':
-        '5d2d2047472cea0bfd047a54cb2e42fdefaa24f1485b90a45050a6222d25eb10',
-    'jsonschema._keywords.const':
-        'bf4a12ad8e7a7d9a0ae3cd93ae31d6705faa22772c8ad193fd57ecb02939954e',
-    'jsonschema._keywords.enum':
-        '06013b74359b6259ee0001c4850463a490a4042f040d32b9abcb34eb3d16df37',
-    'jsonschema._keywords.format':
-        '1fd94a8be8100a4d2414477862e32f3283c56326de803627c1fef27ddddc48d6',
-    'jsonschema._keywords.items':
-        '6a4b76e545a6f1af636f4a73f1619a3a8cbc48b729963d53700eff6d3f6d160e',
-    'jsonschema._keywords.maxItems':
-        '5de22940445f689516d59dc0ba2b085a47a48d2a4441a1de84237c0ad1dd8e4f',
-    'jsonschema._keywords.maxLength':
-        'fd081bb59756a72ada7b579ae7df3c57b0fdab2fd734ef4eff2c2b8b64ea8e6a',
-    'jsonschema._keywords.maxProperties':
-        'ad8debe7b68453559fcc559edd77999fca1ef5ef79b166a614e948180a11ecff',
-    'jsonschema._keywords.maximum':
-        '72a4cd01dfba1231d66433fdd5a37d38295b3640bc3915448c3c99dcd67c3a18',
-    'jsonschema._keywords.minItems':
-        'cec2e53e0cee64c9d4df431d5bc49999631051332620f9fe9ac8f6a3b5356745',
-    'jsonschema._keywords.minLength':
-        '81535ea3fc6c41575501fa7b8c86877dd361fbbd1b57933fed2a150b7e63c8e8',
-    'jsonschema._keywords.minProperties':
-        '769b8e5e411077b238229a8060a8a8c9a6cde0e8c3690d6c283699c32b48fecc',
-    'jsonschema._keywords.minimum':
-        '45a74dbbc57ed29bf9d029bc82e047c85a40ca2f3fef8cba055bb600bc760577',
-    'jsonschema._keywords.not_':
-        '20ecebfb349085673dc69eda063828744e50200df0082a75e97b431cb9c15064',
-    'jsonschema._keywords.oneOf':
-        'ffc8b8872f115969197e3be64938c568fe4cf929a3896cd8aee3f2ec9c3593b4',
-    'jsonschema._keywords.pattern':
-        'c21c09e0fdddbc7a5e46eb75555e21b960632a9d8f0f9e68111ea0b82f89d5bd',
-    'jsonschema._keywords.patternProperties':
-        'd6c288c19ad48c48adf308cc213628be9d22fc710fb0df71a5e87f1bbd26dd02',
-    'jsonschema._keywords.properties':
-        '304177561a4cbd701305c15b590624db47349b9e0467c96e30631ca9eefc16e3',
-    'jsonschema._keywords.required':
-        '7119b323f2e33b385325103f80a817f71b714777001770eb2be7b479b9b41b1f',
-    'jsonschema._keywords.type':
-        '5c4aadb86f89dd2b7ef6a8cd29369f7160c6d4370c4265d4d6abf8626aa3d626',
     'nova.utils.raise_if_old_compute':
         '044f8a33aeccc9f29586a55bb0be35be5c8b2e8d9a936b6578a740e99c65f344',
     'nova.objects.service.get_minimum_version_all_cells':

@@ -17,21 +17,25 @@ import socket
 import threading
 
 import fixtures
+from nova import context as nova_context
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
+from oslo_utils import uuidutils
 from oslotest import base
 import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched.api import guard
+from nova_cellsched.api import stuck as stuck_queries
 from nova_cellsched import compat
+from tests.functional import slow_proxy
 
 
 class TestStuckQueries(base.BaseTestCase):
 
     def test_query_given_up_while_running_counts_until_it_ends(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         self.assertTrue(stuck.begin(query))
         stuck.abandon(query)
         self.assertEqual(1, stuck.count('cell1'))
@@ -41,23 +45,23 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual({}, stuck.snapshot())
 
     def test_query_given_up_before_it_started_never_runs_or_counts(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         stuck.abandon(query)
         self.assertEqual(0, stuck.count('cell1'))
         self.assertFalse(stuck.begin(query))
 
     def test_finished_query_is_not_stuck(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
         stuck.begin(query)
         stuck.end(query)
         stuck.abandon(query)
         self.assertEqual(0, stuck.count('cell1'))
 
     def test_abandon_twice_counts_once(self):
-        stuck = guard.StuckQueries()
-        query = guard.Query('cell2')
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell2')
         stuck.begin(query)
         stuck.abandon(query)
         stuck.abandon(query)
@@ -66,8 +70,8 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual(0, stuck.count('cell2'))
 
     def test_counts_are_per_cell_and_thread_safe(self):
-        stuck = guard.StuckQueries()
-        queries = [guard.Query('cell%d' % (n % 3)) for n in range(300)]
+        stuck = stuck_queries.StuckQueries()
+        queries = [stuck_queries.Query('cell%d' % (n % 3)) for n in range(300)]
 
         def run(chunk):
             for query in chunk:
@@ -177,21 +181,6 @@ class TestIoTimeout(base.BaseTestCase):
             thread.join()
         self.assertEqual([None], seen)
 
-    def test_a_connection_made_before_install_is_timed_from_checkout(self):
-        """Its next checkout's pre-ping and all after it are bounded."""
-        compat.restore(['guard'])
-        plain = pymysql.connections.Connection(
-            host='127.0.0.1', port=self.server.port, user='nobody',
-            defer_connect=True, read_timeout=9)
-        compat.install(['guard'])
-        pool = sa.pool.StaticPool(lambda: plain)
-        pool.connect().close()
-        self.assertIsInstance(plain, pymysql.connections.Connection)
-        self.assertTrue(type(plain).cellsched_timed)
-        self.assertEqual(9, plain._read_timeout)
-        with guard.io_timeout(0.5):
-            self.assertEqual(0.5, plain._read_timeout)
-
     def test_uninstall_stops_timing_new_connections(self):
         compat.restore(['guard'])
         connection = self._deferred()
@@ -207,6 +196,60 @@ class TestIoTimeout(base.BaseTestCase):
             if made is not None:
                 return made
         return dialect.connect(*cargs, **cparams)
+
+
+class TestMadeBeforeInstall(base.BaseTestCase):
+    """A cell connection pooled before install never serves a bounded
+    thread.
+
+    nova-api started with nova's own WSGI entry point and the paste
+    filter runs nova's start-up check first: it connects to every cell
+    database, and those connections wait in the cells' pools, made
+    before the ``guard`` part is on. The pool pings a connection before
+    its ``checkout`` event runs, so a connection changed at checkout
+    would still be pinged without a bound: turning the part on closes
+    them instead (its ``on_install``).
+    Real MariaDB behind a proxy that freezes.
+    """
+
+    def setUp(self):
+        super().setUp()
+        compat.restore(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
+        self.proxy = self.useFixture(slow_proxy.SlowProxy(3306))
+        self.manager = enginefacade.transaction_context()
+        self.manager.configure(
+            connection='mysql+pymysql://root@127.0.0.1:%d/mysql'
+            % self.proxy.port)
+        self.addCleanup(self.manager.dispose_pool)
+        cell = uuidutils.generate_uuid()
+        nova_context.CELL_CACHE[cell] = (self.manager, None)
+        self.addCleanup(nova_context.CELL_CACHE.pop, cell, None)
+        self.engine = self.manager.writer.get_engine()
+
+    def _query(self):
+        with self.engine.connect() as connection:
+            return connection.exec_driver_sql('SELECT 1').scalar()
+
+    def test_frozen_cell_ends_inside_io_timeout(self):
+        self.assertEqual(1, self._query())
+        compat.install(['guard'])
+        self.proxy.latency = SAFETY * 2
+
+        def bounded():
+            with guard.io_timeout(0.5):
+                return self._query()
+
+        error, finished = run_bounded(bounded)
+        self.assertTrue(finished, 'a connection made before install blocks')
+        self.assertIsInstance(error, guard.ConnectFailed)
+
+    def test_outside_io_timeout_a_new_connection_answers(self):
+        self.assertEqual(1, self._query())
+        made = self.proxy.connections
+        compat.install(['guard'])
+        self.assertEqual(1, self._query())
+        self.assertEqual(made + 1, self.proxy.connections)
 
 
 def _closed_port():

@@ -24,7 +24,7 @@ from nova import objects
 from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from nova_cellsched.api import guard
+from nova_cellsched.api import driver_advice
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import startup
 
@@ -35,7 +35,7 @@ class TestAdvice(test.NoDBTestCase):
     """unbounded_driver_advice: URL scheme and parameters -> advice."""
 
     def advice(self, scheme, seconds=120.0, **query):
-        return guard.unbounded_driver_advice(scheme, query, seconds)
+        return driver_advice.unbounded_driver_advice(scheme, query, seconds)
 
     def test_pymysql_is_bounded_by_the_listing(self):
         for scheme in ('mysql+pymysql', 'mariadb+pymysql', 'MYSQL+PyMySQL'):
@@ -91,7 +91,7 @@ class TestWarning(test.NoDBTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.guard._WARNED', set()))
+            'nova_cellsched.api.driver_advice._WARNED', set()))
 
     def cell(self, url, name='cell1', uuid=uuids.cell1):
         cell = objects.CellMapping(uuid=uuid, name=name,
@@ -108,7 +108,7 @@ class TestWarning(test.NoDBTestCase):
         cell = self.cell('mysql+mysqldb://nova:%s@db-host-1/nova_cell1'
                          '?charset=utf8' % PASSWORD)
         for _ in range(3):
-            guard.warn_unbounded_cell(cell, 20.0)
+            driver_advice.warn_unbounded_cell(cell, 20.0)
         lines = self.warnings()
         self.assertEqual(1, len(lines), lines)
         self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
@@ -118,7 +118,7 @@ class TestWarning(test.NoDBTestCase):
 
     def test_each_cell_is_warned_about_once(self):
         for uuid, name in ((uuids.a, 'a'), (uuids.b, None), (uuids.a, 'a')):
-            guard.warn_unbounded_cell(
+            driver_advice.warn_unbounded_cell(
                 self.cell('postgresql://nova@pg/nova', name, uuid), 20.0)
         lines = self.warnings()
         self.assertEqual(2, len(lines), lines)
@@ -130,18 +130,19 @@ class TestWarning(test.NoDBTestCase):
         for url in ('mysql+pymysql://nova@db/nova',
                     'mysql://nova@db/nova?read_timeout=5',
                     'sqlite://', 'cell1', None):
-            guard.warn_unbounded_cell(
+            driver_advice.warn_unbounded_cell(
                 self.cell(url, uuid=getattr(uuids, 'quiet%s' % url)), 20.0)
         self.assertEqual([], self.warnings())
 
     def test_connection_parameters_count_as_the_url(self):
         """oslo.db appends ``[database] connection_parameters`` to it."""
-        guard.warn_unbounded_cell(self.cell('mysql://nova@db/nova'), 20.0,
-                                  'read_timeout=20&write_timeout=20')
+        driver_advice.warn_unbounded_cell(
+            self.cell('mysql://nova@db/nova'), 20.0,
+            'read_timeout=20&write_timeout=20')
         self.assertEqual([], self.warnings())
 
     def test_the_api_listing_warns_when_it_first_targets_the_cell(self):
-        """nova-api's lister asks guard when it targets each cell."""
+        """nova-api's lister asks for advice when it targets each cell."""
         self.flags(list_cell_timeout=4, group='cellsched')
         listing = instance_list._Listing(
             nova_context.get_admin_context(), {}, [],

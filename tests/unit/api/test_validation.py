@@ -26,8 +26,9 @@ import dataclasses
 import datetime
 
 import fixtures
+import hypothesis
+from hypothesis import strategies as st
 import jsonschema
-from jsonschema import _utils as jsonschema_utils
 from nova.api.openstack import api_version_request
 from nova.api import validation as nova_validation
 from nova.api.validation import validators
@@ -36,6 +37,7 @@ from nova import test
 from nova.tests.unit.api.openstack import fakes
 from testtools.content import text_content
 
+from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from nova_cellsched import compat
 from tests import schema_bodies
@@ -131,9 +133,9 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         format accepts a uuid without dashes).
         """
         schema = schema_bodies.response_schemas('detail')[0][0]
-        standard = validation.compile_schema(
+        standard = schema_compiler.compile_schema(
             schema, jsonschema.Draft202012Validator.FORMAT_CHECKER,
-            _number_from_str, jsonschema_utils.equal)
+            _number_from_str)
         body = schema_bodies.template_bodies('detail')['v2.100']
         counts = schema_bodies.new_counts()
         mismatches = []
@@ -274,10 +276,9 @@ class TestFaults(test.NoDBTestCase):
     def test_uncompilable_schema_is_validated_by_nova(self):
         schema = {'type': 'object', '$ref': '#/$defs/x',
                   '$defs': {'x': {'required': ['a']}}}
-        self.assertRaises(validation.Unsupported,
-                          validation.compile_schema, schema,
-                          validators._FORMAT_CHECKER, _number_from_str,
-                          jsonschema_utils.equal)
+        self.assertRaises(schema_compiler.Unsupported,
+                          schema_compiler.compile_schema, schema,
+                          validators._FORMAT_CHECKER, _number_from_str)
         ours = [validation._Schema(schema, None, None)]
         before = validation.validated()
         ex = self.assertRaises(
@@ -310,6 +311,36 @@ class TestFaults(test.NoDBTestCase):
         self.assertIsNone(validation.VALIDATORS.get(schema))
 
 
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 3),
+    st.floats(-3, 3).filter(lambda f: f == f), st.sampled_from(
+        ['', 'a', '1', 'true', 'null']))
+_VALUES = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=2),
+                    st.dictionaries(st.sampled_from(['a', '1']), _SCALARS,
+                                    max_size=2))
+
+
+class TestJsonEqual(test.NoDBTestCase):
+    """enum and const compare as jsonschema's public validator does."""
+
+    @hypothesis.settings(max_examples=400, deadline=None)
+    @hypothesis.given(_SCALARS, _VALUES)
+    def test_same_verdict_as_draft_2020_12_enum_and_const(self, one, two):
+        for schema in ({'enum': [one]}, {'const': one}):
+            expected = jsonschema.Draft202012Validator(schema).is_valid(two)
+            self.assertEqual(expected,
+                             schema_compiler.compile_schema(
+                                 schema, validators._FORMAT_CHECKER,
+                                 _number_from_str)(two),
+                             '%r against %r' % (two, schema))
+
+    def test_booleans_are_not_numbers(self):
+        self.assertFalse(schema_compiler.json_equal(True, 1))
+        self.assertFalse(schema_compiler.json_equal(0, False))
+        self.assertTrue(schema_compiler.json_equal(1, 1.0))
+        self.assertTrue(schema_compiler.json_equal(False, False))
+
+
 class TestInstall(test.NoDBTestCase):
     """Installed only on the nova it was built for; removed cleanly."""
 
@@ -338,6 +369,38 @@ class TestInstall(test.NoDBTestCase):
                          r"nova-cellsched's part validation, which .*, is "
                          r'off: nova\.api\.validation\.response_body_schema'
                          r'\(.*\): source differs from the tested ones')
+        self.assertFalse(compat.is_on('validation'))
+        for name, method in self.original.items():
+            self.assertIs(method, self.controller.__dict__[name])
+
+    def test_changed_private_jsonschema_code_keeps_the_fast_path(self):
+        """Only jsonschema's public API is relied on: a release whose
+        private keyword functions differ (here: replaced) installs.
+        """
+        from jsonschema import _keywords
+
+        def enum(validator, enums, instance, schema):
+            """A different private implementation."""
+            return _ORIGINAL_ENUM(validator, enums, instance, schema)
+
+        _ORIGINAL_ENUM = _keywords.enum
+        self.useFixture(fixtures.MonkeyPatch(
+            'jsonschema._keywords.enum', enum))
+        self.assertEqual([], compat.check(['validation'])['validation'])
+        self.assertEqual({'validation': []}, compat.install(['validation']))
+        self.assertTrue(compat.is_on('validation'))
+
+    def test_format_checker_not_jsonschemas_leaves_nova_alone(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.api.validation.validators._FORMAT_CHECKER', object()))
+        logger = self.useFixture(fixtures.FakeLogger(
+            name='nova_cellsched.compat.core'))
+        self.assertEqual(
+            ["nova's _FORMAT_CHECKER is not a jsonschema.FormatChecker "
+             'with a checkers mapping'],
+            compat.install(['validation'])['validation'])
+        self.assertIn("nova's _FORMAT_CHECKER is not a "
+                      'jsonschema.FormatChecker', logger.output)
         self.assertFalse(compat.is_on('validation'))
         for name, method in self.original.items():
             self.assertIs(method, self.controller.__dict__[name])
