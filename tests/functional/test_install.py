@@ -168,9 +168,18 @@ class ReleaseEnvironmentTest(base.BaseTestCase):
         return result.stdout
 
     def freeze(self):
-        lines = self.pip('freeze', '--all', timeout=120).splitlines()
-        return {canonical(line.split('==')[0]): line.split('==')[1]
-                for line in lines if '==' in line}
+        """name -> version, or the URL of what was installed from one.
+
+        (``pip freeze`` writes ``name @ file:///...`` for a checkout.)
+        """
+        frozen = {}
+        for line in self.pip('freeze', '--all', timeout=120).splitlines():
+            for separator in ('==', ' @ '):
+                if separator in line:
+                    name, version = line.split(separator, 1)
+                    frozen[canonical(name.strip())] = version.strip()
+                    break
+        return frozen
 
     def assert_install_changes_nothing(self, constraints):
         self.pip('install', '--quiet', '-c', constraints,
