@@ -583,17 +583,51 @@ COMMANDS: dict[str, type[command.Command]] = {
 }
 
 
+class _NotAService(logging.Filter):
+    """Drops nova's warning that a *service* runs in native threading mode.
+
+    nova 32 and 33 log it as a WARNING (nova 32.2.1
+    ``nova/monkey_patch.py:101``, 33.0.2 ``:120``: "This is currently
+    experimental. Do not use it in production ..."), nova 34 as INFO
+    (34.0.0 ``:180``). Before the command configures logging, Python
+    prints such a warning on stderr, first line of every command's output;
+    the command is not a nova service, and its threads are its own
+    workers, not nova's.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(
+            'Service is starting with native threading')
+
+
 def _use_native_threads() -> None:
-    """Choose nova's native threading mode, once per process."""
+    """Choose nova's native threading mode, once per process.
+
+    nova 31 has no ``monkey_patch.patch()``: importing ``nova.monkey_patch``
+    patches eventlet unless ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` says not
+    to (nova 31.3.1 ``nova/monkey_patch.py:76-78``), so the variable is set
+    before that import unless the embedding process imported it already
+    (and so chose).
+    """
+    if 'nova.monkey_patch' not in sys.modules:
+        os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', '1')
     from nova import monkey_patch
 
+    if not hasattr(monkey_patch, 'patch'):
+        return  # nova 31: the import chose
     if monkey_patch.is_patched() or any(
             type(finder).__name__ == 'PoisonEventletImport'
             for finder in sys.meta_path):
         return  # the embedding process chose already
     os.environ.setdefault('OS_NOVA_DISABLE_EVENTLET_PATCHING', '1')
     if 'eventlet' not in sys.modules:
-        monkey_patch.patch()
+        quiet = _NotAService()
+        nova_log = logging.getLogger('nova.monkey_patch')
+        nova_log.addFilter(quiet)
+        try:
+            monkey_patch.patch()
+        finally:
+            nova_log.removeFilter(quiet)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

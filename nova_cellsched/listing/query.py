@@ -26,6 +26,7 @@ the next batch of this cell.
 
 import datetime
 import importlib
+import inspect
 import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +36,7 @@ from nova.compute import vm_states
 from nova.db.main import models
 from nova.db import utils as db_utils
 import sqlalchemy as sa
+from sqlalchemy.engine import default
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine import url as sa_url
 from sqlalchemy.sql import ColumnElement
@@ -482,6 +484,14 @@ def datetime_conversions(driver: str) -> dict[Any, Any] | None:
     return conversions
 
 
+# SQLAlchemy 2.0.43 and later take create_engine(skip_autocommit_rollback=)
+# (nova 33's and 34's upper-constraints: 2.0.46, 2.0.52); the 2.0.38 and
+# 2.0.42 of nova 31 and 32 refuse it (TypeError: Invalid argument(s)), and
+# there the Connection's ROLLBACK round trip stays.
+_SKIP_AUTOCOMMIT_ROLLBACK = 'skip_autocommit_rollback' in inspect.signature(
+    default.DefaultDialect.__init__).parameters
+
+
 def create_engine(url: str, io_timeout: float | None = None,
                   prefer_mysqldb: bool = False) -> Engine:
     """An engine for a cell database URL, tuned for listing."""
@@ -495,9 +505,10 @@ def create_engine(url: str, io_timeout: float | None = None,
     # it is what turns a restarted or frozen server into a reconnect or a
     # timeout instead of a failed query.
     kwargs: dict[str, Any] = {'isolation_level': 'AUTOCOMMIT',
-                              'skip_autocommit_rollback': True,
                               'pool_reset_on_return': None,
                               'pool_pre_ping': True}
+    if _SKIP_AUTOCOMMIT_ROLLBACK:
+        kwargs['skip_autocommit_rollback'] = True
     connect_args: dict[str, Any] = {}
     if backend == 'mysql':
         if (prefer_mysqldb and parsed.get_driver_name() == 'pymysql' and

@@ -188,4 +188,7 @@ class FunctionalTestCase(base.BaseTestCase):
         conf_mod.register_opts(CONF)
         # nova's own lister (run here as the yardstick) starts nova's cell
         # worker pool; shut it down at the end like nova's tests do.
-        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
+        # (nova 31 names it IsolatedGreenPoolFixture: eventlet only.)
+        isolated = (getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
+                    or nova_fixtures.IsolatedGreenPoolFixture)
+        self.useFixture(isolated(self.id()))

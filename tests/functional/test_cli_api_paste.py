@@ -33,6 +33,7 @@ from nova_cellsched.cmd import cellsched
 from tests.functional import nova_api
 from tests.functional.test_cli import COMMAND
 from tests.functional.test_cli import Run
+from tests import releases
 
 V21 = 'composite:openstack_compute_api_v21'
 LEGACY = 'composite:openstack_compute_api_v21_legacy_v2_compatible'
@@ -74,6 +75,15 @@ class CheckApiPasteTestCase(base.BaseTestCase):
         return [line for line in run.err.splitlines()
                 if line.startswith('problem: ')]
 
+    def needs_nova_api_part(self):
+        """Skip where the check rightly reports the installed nova.
+
+        On nova 31 to 33 every check ends in that nova's problem (exit
+        1), so what these tests assert of a fitting nova cannot hold.
+        """
+        if not releases.nova_api_part_runs():
+            self.skipTest(releases.NOVA_API_SKIP)
+
     def assert_nova_fits(self, run):
         nova_row = self.rows(run)[('(installed nova)', '')]
         self.assertEqual('ok', nova_row['Result'], run)
@@ -81,6 +91,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
 
     def test_nova_stock_file_lacks_the_filter_in_both_pipelines(self):
         """nova's own api-paste.ini: exit 1, each pipeline named."""
+        self.needs_nova_api_part()
         run = self.check(nova_api.NOVA_API_PASTE, '-f', 'json')
         self.assertEqual(1, run.code, run)
         rows = self.rows(run)
@@ -100,6 +111,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
 
     def test_filter_added_as_the_readme_says_is_fine(self):
         """The filter before the app in both pipelines: exit 0."""
+        self.needs_nova_api_part()
         run = self.check(self.with_filter(), '-f', 'json')
         self.assertEqual(0, run.code, run)
         self.assertEqual([], self.problems(run), run)
@@ -118,6 +130,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
     def test_filter_in_one_pipeline_only_names_the_other(self):
         """In /v2.1 but not in the legacy /v2 pipeline: exit 1, /v2 named.
         """
+        self.needs_nova_api_part()
         with open(self.with_filter()) as f:
             filtered = f.read()
         legacy_line = next(line for line in filtered.splitlines()
@@ -137,6 +150,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
 
     def test_filter_is_found_by_its_factory_whatever_its_name(self):
         """A [filter:...] of another name with our factory counts."""
+        self.needs_nova_api_part()
         with open(self.with_filter()) as f:
             renamed = f.read().replace('[filter:cellsched]',
                                        '[filter:fastlist]').replace(
@@ -147,6 +161,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
 
     def test_table_output_names_pipelines_and_nova(self):
         """The default table: one row per pipeline and one for nova."""
+        self.needs_nova_api_part()
         run = self.check(self.with_filter())
         self.assertEqual(0, run.code, run)
         table = run.table()
@@ -162,6 +177,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
 
     def test_unused_auth_key_without_filter_is_a_note(self):
         """A noauth2 key nova 34 never reads is listed, not a problem."""
+        self.needs_nova_api_part()
         with open(self.with_filter()) as f:
             text = f.read()
         text = text.replace(

@@ -29,7 +29,10 @@ import fixtures
 import hypothesis
 from hypothesis import strategies as st
 from nova.api.openstack import common
-from nova.api.openstack.compute.views import ips
+try:
+    from nova.api.openstack.compute.views import ips
+except ImportError:  # nova 31: views/addresses.py, renamed ips.py in 32
+    from nova.api.openstack.compute.views import addresses as ips
 from nova.compute import instance_list as nova_instance_list
 from nova.compute import vm_states
 from nova import context as nova_context
