@@ -36,6 +36,8 @@ the same with that release's whole upper-constraints file, and every pin
 of the pin file checked against it.
 """
 
+import contextlib
+import fcntl
 import importlib.metadata
 import json
 import os
@@ -48,6 +50,25 @@ from oslotest import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
+
+
+@contextlib.contextmanager
+def building_the_checkout():
+    """One pip at a time builds this checkout.
+
+    setuptools builds in the checkout itself (``build/``, the egg-info):
+    two builds at once (two test workers, or two release runs) remove
+    each other's files ("No such file or directory: 'nova_cellsched'").
+    """
+    path = os.path.join(os.environ.get('TMPDIR', '/tmp'),
+                        'nova-cellsched-build-%s.lock'
+                        % os.stat(TOP).st_ino)
+    with open(path, 'a') as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class InstallChangesNothingTest(base.BaseTestCase):
@@ -86,7 +107,8 @@ class InstallChangesNothingTest(base.BaseTestCase):
     def test_installing_into_novas_environment_adds_only_itself(self):
         nova = 'nova==%s' % importlib.metadata.version('nova')
         alone = self.resolve('nova', nova)
-        both = self.resolve('both', nova, TOP)
+        with building_the_checkout():
+            both = self.resolve('both', nova, TOP)
         self.assertIn('nova-cellsched', both)
         del both['nova-cellsched']
         changed = {name: (alone.get(name), both.get(name))
@@ -187,7 +209,8 @@ class ReleaseEnvironmentTest(base.BaseTestCase):
         before = self.freeze()
         self.assertEqual(self.pins['nova'], before['nova'])
         self.assertNotIn('nova-cellsched', before)
-        self.pip('install', '--quiet', TOP)
+        with building_the_checkout():
+            self.pip('install', '--quiet', TOP)
         after = self.freeze()
         self.assertIn('nova-cellsched', after)
         del after['nova-cellsched']
