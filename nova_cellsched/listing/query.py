@@ -179,17 +179,31 @@ EXACT_FILTERS = ('project_id', 'user_id', 'host', 'image_ref',
 REGEX_FILTERS = ('node', 'key_name', 'availability_zone', 'display_name')
 
 
+def regexp_ops() -> Any:
+    """nova's function for a connection's regexp operator and escaping.
+
+    ``nova.db.utils.get_regexp_ops`` from nova 33; nova 31 and 32 have
+    the same function as ``nova.db.main.api._get_regexp_ops``
+    (``nova/db/main/api.py`` ~1990), same argument, same result.
+    """
+    found = getattr(db_utils, 'get_regexp_ops', None)
+    if found is None:
+        from nova.db.main import api as main_api
+        found = main_api._get_regexp_ops
+    return found
+
+
 def regex_clause(column: ColumnElement[Any], value: str,
                  dialect: str) -> ColumnElement[bool]:
     """*column* matches the regular expression *value*, as nova matches it.
 
     nova's own operator and escaping for the dialect
-    (``nova.db.utils.get_regexp_ops``): ``REGEXP`` on MySQL (with ``|``
+    (:func:`regexp_ops`): ``REGEXP`` on MySQL (with ``|``
     escaped) and SQLite (the ``regexp`` function :func:`create_engine`
     registers, as oslo.db does), ``~`` on PostgreSQL, ``LIKE %value%``
     elsewhere.
     """
-    safe, operator = db_utils.get_regexp_ops(dialect + '://')
+    safe, operator = regexp_ops()(dialect + '://')
     if operator == 'LIKE':
         return column.op(operator)('%' + value + '%')
     return column.op(operator)(safe(value))
