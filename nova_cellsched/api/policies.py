@@ -29,6 +29,10 @@ overridable in the operator's ``policy.yaml`` like any of nova's:
 entry points (``--namespace nova-cellsched`` of the oslopolicy tools).
 """
 
+# Annotations unevaluated: oslo.policy 4.x (nova 31, 32) has no
+# policy.Operation, which only the type checker needs.
+from __future__ import annotations
+
 import threading
 
 from nova import context as nova_context
