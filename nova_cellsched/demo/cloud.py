@@ -735,6 +735,12 @@ class Cloud:
         self._uwsgi('nova-api', demo_api.BOUNDED_MODULE,
                     ('OS_NOVA_CONFIG_DIR', self.path('etc', 'nova-api')),
                     processes=self.api_workers)
+        # The demo's noauth filter loads only beside the paste file the
+        # harness wrote (demo_api.noauth_filter_factory): say where.
+        for name, directory in (('glance-api', 'glance'),
+                                ('nova-api', 'nova-api')):
+            self.services[name].env[demo_api.DEMO_PASTE_DIR_ENV] = (
+                self.path('etc', directory))
         neutron = self.services['neutron']
         neutron.argv = [sys.executable, '-m', MODULE, 'neutron-stand-in',
                         '--port', str(neutron.port)]
