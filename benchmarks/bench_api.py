@@ -102,6 +102,7 @@ from nova_cellsched.api import instance_list as api_instance_list  # noqa
 from nova_cellsched.api import request_state  # noqa: E402
 from nova_cellsched.api import view as api_view  # noqa: E402
 
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 
@@ -640,8 +641,8 @@ def write_markdown(path: str, report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        return runinfo.rerender(args.render, write_markdown)
-    seed_fast.require('bench_api.py', {} if args.cleanup else {
+        return reporting.rerender(args.render, write_markdown)
+    reporting.require('bench_api.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
     worlds = [(cells, per_cell, 0) for cells, per_cell in args.worlds]
     if args.cleanup:

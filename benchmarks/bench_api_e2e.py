@@ -80,7 +80,7 @@ import urllib.parse  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
 import bench_listing  # noqa: E402
-import runinfo  # noqa: E402
+import reporting  # noqa: E402
 import seed_fast  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
 from tests import server_timing_grammar  # noqa: E402
@@ -329,8 +329,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        return runinfo.rerender(args.render, runinfo.text_writer(render))
-    seed_fast.require('bench_api_e2e.py', {} if args.cleanup else {
+        return reporting.rerender(args.render, reporting.text_writer(render))
+    reporting.require('bench_api_e2e.py', {} if args.cleanup else {
         'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
     worlds = [(cells, per_cell, 0) for cells, per_cell in args.worlds]
     if args.cleanup:

@@ -1015,7 +1015,7 @@ def main(argv=None):
                         'JSON file (no run)')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
-        return runinfo.rerender(ARGS.render, write_markdown)
+        return reporting.rerender(ARGS.render, write_markdown)
     if ARGS.quick:
         ARGS.servers, ARGS.clients, ARGS.hosts_per_cell = 20, 5, 2
     configs = [c for c in ARGS.configs.split(',') if c]

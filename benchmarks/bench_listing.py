@@ -171,6 +171,7 @@ from nova_cellsched.listing import record_fields  # noqa: E402
 from nova_cellsched.listing import sorting  # noqa: E402
 from nova_cellsched.listing.timing import natural_key  # noqa: E402
 
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 
@@ -1145,8 +1146,8 @@ def worlds_of(args: argparse.Namespace) -> list[tuple[int, int, int]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
-        return runinfo.rerender(args.render, write_markdown)
-    seed_fast.require('bench_listing.py', {} if args.cleanup
+        return reporting.rerender(args.render, write_markdown)
+    reporting.require('bench_listing.py', {} if args.cleanup
                       else requirements(args))
     if args.cleanup:
         seed_fast.cleanup(args.server, worlds_of(args))

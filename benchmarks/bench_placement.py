@@ -773,7 +773,7 @@ def main(argv=None):
                         'JSON file (no run)')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
-        return runinfo.rerender(ARGS.render, write_markdown)
+        return reporting.rerender(ARGS.render, write_markdown)
     if ARGS.quick:
         for name, value in QUICK.items():
             setattr(ARGS, name, value)

@@ -90,6 +90,7 @@ import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 import uuid as uuid_lib  # noqa: E402
 
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 
@@ -1043,13 +1044,13 @@ def main(argv: list[str] | None = None) -> int:
                         'to it) and exit; nothing is measured')
     args = parser.parse_args(argv)
     if args.render:
-        return runinfo.rerender(args.render, runinfo.text_writer(render))
+        return reporting.rerender(args.render, reporting.text_writer(render))
     if args.quick:
         args.providers, args.cells, args.repeat = 200, 5, 1
         args.probe = min(args.probe, 100)
         if args.workers == '8,32':
             args.workers = '8'
-    seed_fast.require('bench_sync.py', REQUIRED)
+    reporting.require('bench_sync.py', REQUIRED)
     workers = [int(w) for w in args.workers.split(',')]
     modes = args.modes.split(',')
     env = dict(os.environ)

@@ -21,10 +21,8 @@ command line and of text (profiles) before it is written.
 Light on purpose (no nova import): ``bench_startup.py`` uses it too.
 """
 
-from collections.abc import Callable
 import datetime
 from importlib import metadata
-import json
 import os
 import platform
 import subprocess
@@ -154,27 +152,3 @@ def scrub_stats(stats: Any, text_scrub: Any = None) -> Any:
         for func, (cc, nc, tt, ct, callers) in stats.stats.items()}
     return stats
 
-
-def rerender(results: str,
-             write_markdown: Callable[[str, Any], None]) -> int:
-    """``--render JSON``: write the markdown of a stored run next to it.
-
-    :param results: a results file (``NAME.json``); ``NAME.md`` is
-        written by ``write_markdown(path, report)``.
-    :returns: 0, the benchmark's exit code.
-    """
-    with open(results) as handle:
-        report = json.load(handle)
-    path = os.path.splitext(results)[0] + '.md'
-    write_markdown(path, report)
-    print('wrote %s' % path)
-    return 0
-
-
-def text_writer(render: Callable[[Any], str]) -> Callable[[str, Any], None]:
-    """A ``write_markdown`` for a benchmark whose ``render`` returns text.
-    """
-    def write_markdown(path: str, report: Any) -> None:
-        with open(path, 'w') as handle:
-            handle.write(render(report))
-    return write_markdown

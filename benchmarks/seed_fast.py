@@ -55,6 +55,8 @@ from nova.compute import vm_states
 
 from nova_cellsched.demo import seed
 
+import reporting
+
 START = datetime.datetime(2023, 1, 1)
 THREE_YEARS = 3 * 365 * 86400
 
@@ -447,25 +449,6 @@ def progress_printer(prefix: str) -> Callable[[str], None]:
 DATABASE_PREFIX = 'ncsbench_'
 
 
-def require(script: str, modules: dict[str, str]) -> None:
-    """Stop (exit 2) unless every module of *modules* can be imported.
-
-    Called before anything touches a database server, so a missing
-    requirement leaves nothing behind.
-
-    :param modules: module name -> what needs it (shown).
-    """
-    import importlib.util
-
-    missing = [what for name, what in modules.items()
-               if importlib.util.find_spec(name) is None]
-    if missing:
-        raise SystemExit(
-            '%s: missing %s; install the benchmark requirements: pip '
-            'install -r benchmarks/requirements.txt (nothing was created '
-            'on the server)' % (script, '; '.join(missing)))
-
-
 def world_prefix(cells: int, per_cell: int, deleted: int) -> str:
     return '%s%dc_%d_%d' % (DATABASE_PREFIX, cells, per_cell, deleted)
 
@@ -526,31 +509,35 @@ def drop_databases(server_url: str, names: Iterable[str],
             raise ValueError('%r is not a benchmark database (expected the '
                              'prefix %r)' % (name, DATABASE_PREFIX))
     busy = databases_in_use(server_url) if skip_in_use and names else set()
-    dropped = []
-    for name in names:
-        if name in busy:
-            progress('left %s: in use by another connection (a running '
-                     'benchmark?)' % name)
-            continue
+    chosen = reporting.cleanup_selection(names, prefix=DATABASE_PREFIX,
+                                         in_use=busy)
+    for name in chosen.in_use:
+        progress('left %s: in use by another connection (a running '
+                 'benchmark?)' % name)
+    for name in chosen.drop:
         seed.drop_database(str(sa_url.make_url(server_url).set(
             database=name)))
-        dropped.append(name)
-    if dropped:
+    if chosen.drop:
         progress('dropped %d benchmark database(s): %s'
-                 % (len(dropped), ', '.join(dropped)))
-    return dropped
+                 % (len(chosen.drop), ', '.join(chosen.drop)))
+    return chosen.drop
 
 
-def world_databases(server_url: str,
-                    worlds: Iterable[tuple[int, int, int]]) -> set[str]:
-    """The databases on the server of the worlds *worlds*.
+def world_runs(worlds: Iterable[tuple[int, int, int]]) -> list[str]:
+    """The name prefixes of the worlds *worlds* (``cleanup_selection``).
 
     Each world is ``(cells, per_cell, deleted)``; its databases are
     ``<world_prefix>_api``, ``_cell0``, ``_cellN``.
     """
-    prefixes = [world_prefix(*world) + '_' for world in worlds]
-    return {name for name in bench_databases(server_url)
-            if name.startswith(tuple(prefixes))}
+    return [world_prefix(*world) + '_' for world in worlds]
+
+
+def world_databases(server_url: str,
+                    worlds: Iterable[tuple[int, int, int]]) -> set[str]:
+    """The databases on the server of the worlds *worlds*."""
+    return set(reporting.cleanup_selection(
+        bench_databases(server_url), prefix=DATABASE_PREFIX,
+        runs=world_runs(worlds)).drop)
 
 
 def cleanup(server_url: str, worlds: Iterable[tuple[int, int, int]],
@@ -593,19 +580,15 @@ def databases_of_this_run(server_url: str, keep: bool,
     count as this run's (another run on the server may create others
     meanwhile); a database in use by another connection is left.
     """
-    worlds = None if worlds is None else list(worlds)
-
-    def ours() -> set[str]:
-        if worlds is None:
-            return bench_databases(server_url)
-        return world_databases(server_url, worlds)
-
-    before = ours()
+    runs = None if worlds is None else world_runs(worlds)
+    before = bench_databases(server_url)
     try:
         yield
     finally:
         if not keep:
-            drop_databases(server_url, ours() - before, skip_in_use=True)
+            drop_databases(server_url, reporting.cleanup_selection(
+                bench_databases(server_url), prefix=DATABASE_PREFIX,
+                runs=runs, before=before).drop, skip_in_use=True)
 
 
 def _mapped_count(api_url: str, cell_id: int) -> int:

@@ -70,13 +70,6 @@ class BenchmarkDatabasesTest(mdb.ServersTestCase):
         self.assertNotIn('Traceback', done.stderr)
         self.assertEqual(set(), seed_fast.bench_databases(self.server.url()))
 
-    def test_require_names_what_is_missing(self):
-        error = self.assertRaises(
-            SystemExit, seed_fast.require, 'bench_x.py',
-            {'no_such_module_here': 'nothing: for the test', 'os': 'os'})
-        self.assertIn('bench_x.py: missing nothing: for the test',
-                      str(error))
-
     def test_failed_build_leaves_no_half_built_world(self):
         """The API database and cells made before the failure are dropped."""
         def broken(url, table='instances'):

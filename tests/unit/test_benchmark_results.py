@@ -10,11 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Benchmark results are published: no local paths in them."""
+"""The benchmarks' runner and report writer; no local paths in results."""
 
+import argparse
+import ast
 import gzip
 import json
 import os
+import signal
 import sys
 import sysconfig
 
@@ -23,8 +26,9 @@ from oslotest import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-RESULTS = os.path.join(TOP, 'benchmarks', 'results')
-sys.path.insert(1, os.path.join(TOP, 'benchmarks'))
+BENCHMARKS = os.path.join(TOP, 'benchmarks')
+RESULTS = os.path.join(BENCHMARKS, 'results')
+sys.path.insert(1, BENCHMARKS)
 
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
@@ -115,3 +119,223 @@ class ReportingTest(base.BaseTestCase):
                                         write_markdown=self.fail,
                                         markdown=False)
         self.assertEqual([os.path.join(out, 'x.json')], paths)
+
+    def test_percentiles_row_scaled_and_rounded(self):
+        values = [0.0011, 0.0042, 0.0023, 0.0034]
+        self.assertEqual({'p50': 2.3, 'p99': 4.2, 'max': 4.2},
+                         reporting.percentiles(
+                             values, {'p50': 50, 'p99': 99, 'max': 100},
+                             scale=1000, digits=1))
+        self.assertEqual({'p50': None, 'max': None},
+                         reporting.percentiles([], {'p50': 50, 'max': 100},
+                                               digits=2))
+
+    def test_render_writes_the_text_and_says_what_was_written(self):
+        out = self.useFixture(fixtures.TempDir()).path
+        said = []
+        report = {'when': object()}
+        paths = reporting.write_results(
+            report, name='x', out=out, render=lambda r: '# x\n',
+            indent=1, sort_keys=False, default=lambda v: 'an object',
+            say=said.append)
+        self.assertEqual([os.path.join(out, 'x.json'),
+                          os.path.join(out, 'x.md')], paths)
+        with open(paths[0]) as handle:
+            self.assertEqual('{\n "when": "an object"\n}\n', handle.read())
+        with open(paths[1]) as handle:
+            self.assertEqual('# x\n', handle.read())
+        self.assertEqual(['wrote %s, %s' % tuple(paths)], said)
+
+    def test_nothing_asked_nothing_written_nothing_said(self):
+        said = []
+        self.assertEqual([], reporting.write_results(
+            {}, name='x', render=self.fail, say=said.append))
+        self.assertEqual([], said)
+
+    def test_rerender_writes_the_markdown_next_to_the_json(self):
+        out = self.useFixture(fixtures.TempDir()).path
+        path = os.path.join(out, 'run.json')
+        with open(path, 'w') as handle:
+            json.dump({'n': 3}, handle)
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', open(
+            os.devnull, 'w')))
+        self.assertEqual(0, reporting.rerender(path, reporting.text_writer(
+            lambda report: 'n = %d\n' % report['n'])))
+        with open(os.path.join(out, 'run.md')) as handle:
+            self.assertEqual('n = 3\n', handle.read())
+
+    def test_output_arguments(self):
+        parser = argparse.ArgumentParser()
+        reporting.add_output_arguments(parser, name='x', out='/r')
+        args = parser.parse_args([])
+        self.assertEqual(('/r', None, 'x', None),
+                         (args.out, args.json, args.name, args.render))
+        args = parser.parse_args(['--out', 'd', '--json', 'j.json',
+                                  '--name', 'y', '--render', 'y.json'])
+        self.assertEqual(('d', 'j.json', 'y', 'y.json'),
+                         (args.out, args.json, args.name, args.render))
+
+
+class RequireTest(base.BaseTestCase):
+    """The requirements check: one message, before anything is made."""
+
+    def test_met_requirements_pass(self):
+        self.assertIsNone(reporting.require('bench_x.py', {'os': 'os'},
+                                            [None]))
+        self.assertIsNone(reporting.require('bench_x.py'))
+
+    def test_missing_module_names_what_needs_it_and_how_to_install(self):
+        error = self.assertRaises(
+            SystemExit, reporting.require, 'bench_x.py',
+            {'no_such_module_a': 'a: the seeder', 'os': 'os',
+             'no_such_module_b': 'b: the chart'})
+        self.assertEqual(
+            'bench_x.py: missing a: the seeder; b: the chart; install the '
+            'benchmark requirements: pip install -r '
+            'benchmarks/requirements.txt (nothing was created)',
+            error.code)
+
+    def test_other_problems_are_said_as_given(self):
+        error = self.assertRaises(
+            SystemExit, reporting.require, 'bench_x.py',
+            {'no_such_module_a': 'a'}, [None, 'uwsgi is not installed'])
+        self.assertEqual(
+            ['bench_x.py: missing a; install the benchmark requirements: '
+             'pip install -r benchmarks/requirements.txt',
+             'bench_x.py: uwsgi is not installed (nothing was created)'],
+            error.code.splitlines())
+
+    def test_every_checked_module_is_a_known_requirement(self):
+        """What a script asks for is in one of the requirement files."""
+        known = set()
+        for name in ('requirements.txt', 'test-requirements.txt',
+                     os.path.join('benchmarks', 'requirements.txt')):
+            with open(os.path.join(TOP, name)) as handle:
+                for line in handle:
+                    line = line.split('#')[0].strip()
+                    if line and not line.startswith('-'):
+                        known.add(line.split('>')[0].split('=')[0]
+                                  .split('<')[0].split('[')[0].strip()
+                                  .lower())
+        # Module -> the distribution that installs it.
+        distribution = {'MySQLdb': 'mysqlclient', 'openstack': 'nova',
+                        'psutil': 'nova', 'osprofiler': 'osprofiler',
+                        'redis': 'redis', 'matplotlib': 'matplotlib'}
+        for script, modules in _required_modules().items():
+            for module in modules:
+                self.assertIn(module, distribution, script)
+                self.assertIn(distribution[module].lower(), known,
+                              (script, module))
+
+
+NEEDS = ('needs', 'needed', 'REQUIRED')
+
+
+def _required_modules():
+    """script -> the modules its reporting.require() calls name."""
+    found = {}
+    for name in sorted(os.listdir(BENCHMARKS)):
+        if not name.endswith('.py'):
+            continue
+        with open(os.path.join(BENCHMARKS, name)) as handle:
+            tree = ast.parse(handle.read())
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Dict) and any(
+                    isinstance(k, ast.Constant) and k.value == 'MySQLdb'
+                    for k in node.keys):
+                modules.update(k.value for k in node.keys)
+            # needs.update(redis=...), needed['matplotlib'] = ...,
+            # needs = {...}: the scripts' names for what they check.
+            if (isinstance(node, ast.Call) and
+                    getattr(node.func, 'attr', None) == 'update' and
+                    getattr(node.func.value, 'id', None) in NEEDS):
+                modules.update(k.arg for k in node.keywords)
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if getattr(target, 'id', None) in NEEDS and isinstance(
+                            node.value, ast.Dict):
+                        modules.update(k.value for k in node.value.keys)
+                    if (isinstance(target, ast.Subscript) and
+                            getattr(target.value, 'id', None) in NEEDS):
+                        modules.add(target.slice.value)
+        if modules:
+            found[name] = modules
+    return found
+
+
+class CleanupSelectionTest(base.BaseTestCase):
+    """Which databases a clean-up drops: only a run's own."""
+
+    PRESENT = ['ncsbench_2c_7_0_api', 'ncsbench_2c_7_0_cell1',
+               'ncsbench_2c_70_0_api', 'ncsbench_3c_7_0_api', 'keepme',
+               'nova_api']
+
+    def test_only_benchmark_databases_ever(self):
+        chosen = reporting.cleanup_selection(self.PRESENT,
+                                             prefix='ncsbench_')
+        self.assertEqual(sorted(n for n in self.PRESENT
+                                if n.startswith('ncsbench_')), chosen.drop)
+        self.assertEqual([], chosen.in_use)
+
+    def test_a_named_run_only(self):
+        """A world's prefix ends in _: 2c_7_0 is not 2c_70_0."""
+        chosen = reporting.cleanup_selection(
+            self.PRESENT, prefix='ncsbench_', runs=['ncsbench_2c_7_0_'])
+        self.assertEqual(['ncsbench_2c_7_0_api', 'ncsbench_2c_7_0_cell1'],
+                         chosen.drop)
+
+    def test_what_existed_before_is_not_this_runs(self):
+        chosen = reporting.cleanup_selection(
+            self.PRESENT, prefix='ncsbench_', runs=['ncsbench_2c_7_0_'],
+            before=['ncsbench_2c_7_0_api'])
+        self.assertEqual(['ncsbench_2c_7_0_cell1'], chosen.drop)
+
+    def test_only_what_the_run_made_when_it_kept_count(self):
+        chosen = reporting.cleanup_selection(
+            self.PRESENT + ['ncsbench_sync_1c_5_9_api'],
+            prefix='ncsbench_sync_1c_5_9',
+            made=['ncsbench_sync_1c_5_9_api', 'ncsbench_sync_1c_5_9_cell1',
+                  'ncsbench_3c_7_0_api'])
+        # Made but gone already, or made but not under the prefix: not
+        # dropped.
+        self.assertEqual(['ncsbench_sync_1c_5_9_api'], chosen.drop)
+
+    def test_in_use_is_left_and_said(self):
+        chosen = reporting.cleanup_selection(
+            self.PRESENT, prefix='ncsbench_', runs=['ncsbench_2c_7_0_'],
+            in_use=['ncsbench_2c_7_0_cell1', 'ncsbench_3c_7_0_api'])
+        self.assertEqual(['ncsbench_2c_7_0_api'], chosen.drop)
+        self.assertEqual(['ncsbench_2c_7_0_cell1'], chosen.in_use)
+
+
+class CleanlyTest(base.BaseTestCase):
+    """The clean-up steps run however the run ends."""
+
+    def test_steps_run_last_first_on_success_and_failure(self):
+        done = []
+        with reporting.cleanly() as stack:
+            stack.callback(done.append, 'first made')
+            stack.callback(done.append, 'then made')
+        self.assertEqual(['then made', 'first made'], done)
+        done = []
+
+        def fail():
+            with reporting.cleanly() as stack:
+                stack.callback(done.append, 'made')
+                raise RuntimeError('the run broke')
+        self.assertRaises(RuntimeError, fail)
+        self.assertEqual(['made'], done)
+
+    def test_sigterm_cleans_up_and_the_handler_is_restored(self):
+        before = signal.getsignal(signal.SIGTERM)
+        done = []
+
+        def killed():
+            with reporting.cleanly() as stack:
+                stack.callback(done.append, 'made')
+                os.kill(os.getpid(), signal.SIGTERM)
+                done.append('not reached')
+        self.assertRaises(KeyboardInterrupt, killed)
+        self.assertEqual(['made'], done)
+        self.assertIs(before, signal.getsignal(signal.SIGTERM))
