@@ -75,7 +75,6 @@ import argparse  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import statistics  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -490,12 +489,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--quick', action='store_true',
                         help='smoke run: 2 x 100, 2 repeats, short frozen '
                         'run')
-    parser.add_argument('--out', default=None)
-    parser.add_argument('--name', default='api')
+    reporting.add_output_arguments(parser, name='api')
     seed_fast.add_database_args(parser)
-    parser.add_argument('--render', metavar='JSON',
-                        help='only write the markdown next to a results '
-                        'JSON file (no run)')
     args = parser.parse_args(argv)
     if args.quick:
         args.worlds, args.repeat, args.frozen_wait = '2x100', 2, 6.0
@@ -648,8 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.cleanup:
         seed_fast.cleanup(args.server, worlds)
         return 0
-    with seed_fast.databases_of_this_run(args.server, args.keep,
-                                         worlds):
+    with reporting.cleanly() as stack:
+        stack.enter_context(seed_fast.databases_of_this_run(
+            args.server, args.keep, worlds))
         return _main(args, argv)
 
 
@@ -702,7 +698,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         finally:
             setup.close()
     frozen = frozen_run(args, log) if args.frozen else None
-    report = dict(bench_listing.run_info('bench_api.py', argv), **{
+    report = dict(runinfo.run_info('bench_api.py', argv), **{
         'repeat': args.repeat, 'points': points,
         'connections': connections, 'frozen': frozen,
         'notes': [
@@ -726,12 +722,10 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
             'request starts after gc.collect() (not timed), so the '
             'collections in it are those its own allocations cause.',
         ]})
-    if args.out:
-        base = os.path.join(args.out, args.name)
-        with open(base + '.json', 'w') as handle:
-            json.dump(report, handle, indent=1, default=str)
-        write_markdown(base + '.md', report)
-        log('wrote %s.json, %s.md' % (base, base))
+    reporting.write_results(report, name=args.name, out=args.out,
+                            json_path=args.json,
+                            write_markdown=write_markdown, indent=1,
+                            sort_keys=False, default=str, say=log)
     return 0
 
 

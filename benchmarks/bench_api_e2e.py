@@ -81,6 +81,7 @@ import sqlalchemy as sa  # noqa: E402
 
 import bench_listing  # noqa: E402
 import reporting  # noqa: E402
+import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
 from tests import server_timing_grammar  # noqa: E402
@@ -296,15 +297,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--repeat', type=int, default=7)
     parser.add_argument('--quick', action='store_true',
                         help='one small world (4x100), 3 requests each')
-    parser.add_argument('--out', default=None)
-    parser.add_argument('--name', default='api_e2e')
+    reporting.add_output_arguments(parser, name='api_e2e')
     parser.add_argument('--ours-option', action='append', default=[],
                         metavar='NAME=VALUE',
                         help='a [cellsched] option of ours other than its '
                         'default (repeatable), to measure what one option '
                         'gives: e.g. api_view_bdms=false')
-    parser.add_argument('--render', metavar='JSON',
-                        help='write the markdown of a stored result again')
     seed_fast.add_database_args(parser)
     args = parser.parse_args(argv)
     if args.quick:
@@ -330,18 +328,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render:
         return reporting.rerender(args.render, reporting.text_writer(render))
-    reporting.require('bench_api_e2e.py', {} if args.cleanup else {
-        'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'})
     worlds = [(cells, per_cell, 0) for cells, per_cell in args.worlds]
     if args.cleanup:
+        reporting.require('bench_api_e2e.py')
         seed_fast.cleanup(args.server, worlds)
         return 0
-    problem = uwsgi_api.unavailable()
-    if problem:
-        print('bench_api_e2e.py: %s' % problem, file=sys.stderr)
-        return 2
-    with seed_fast.databases_of_this_run(args.server, args.keep,
-                                         worlds):
+    reporting.require('bench_api_e2e.py', {
+        'MySQLdb': 'mysqlclient: the seeder (LOAD DATA)'},
+        [uwsgi_api.unavailable()])
+    with reporting.cleanly() as stack:
+        stack.enter_context(seed_fast.databases_of_this_run(
+            args.server, args.keep, worlds))
         return _main(args, argv)
 
 
@@ -402,7 +399,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                         api.cleanUp()
     finally:
         neutron.cleanUp()
-    report = dict(bench_listing.run_info('bench_api_e2e.py', argv), **{
+    report = dict(runinfo.run_info('bench_api_e2e.py', argv), **{
         'repeat': args.repeat, 'points': points,
         'load': dict(load, end=os.getloadavg()),
         'ours_options': args.ours_options,
@@ -420,14 +417,9 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         ]})
     text = render(report)
     print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        base = os.path.join(args.out, args.name)
-        with open(base + '.json', 'w') as handle:
-            json.dump(report, handle, indent=1, default=str)
-        with open(base + '.md', 'w') as handle:
-            handle.write(text)
-        log('wrote %s.json, %s.md' % (base, base))
+    reporting.write_results(report, name=args.name, out=args.out,
+                            json_path=args.json, render=render, indent=1,
+                            sort_keys=False, default=str, say=log)
     return 0
 
 

@@ -138,7 +138,6 @@ import cProfile  # noqa: E402
 import gc  # noqa: E402
 import heapq  # noqa: E402
 import io  # noqa: E402
-import json  # noqa: E402
 import logging as std_logging  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
@@ -1094,13 +1093,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='with --tune-server: leave the raised values '
                         'in place at the end')
     seed_fast.add_database_args(parser)
-    parser.add_argument('--render', metavar='JSON',
-                        help='only write the markdown next to a results '
-                        'JSON file (no run)')
-    parser.add_argument('--out', default=None,
-                        help='directory for listing.json/.md/.png')
-    parser.add_argument('--name', default='listing',
-                        help='base name of the result files')
+    reporting.add_output_arguments(parser, name='listing',
+                                   what='and NAME.png, the chart')
     parser.add_argument('--profile', action='store_true',
                         help='profile ours at 10 cells / limit 1000 into '
                         '--out')
@@ -1116,11 +1110,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if driver not in DRIVERS:
             parser.error('unknown driver %r' % driver)
     return args
-
-
-def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:
-    """What every results file starts with (see :mod:`runinfo`)."""
-    return runinfo.run_info(script, argv)
 
 
 def requirements(args: argparse.Namespace) -> dict[str, str]:
@@ -1152,16 +1141,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.cleanup:
         seed_fast.cleanup(args.server, worlds_of(args))
         return 0
-    tuned: dict[str, int] = {}
-    with seed_fast.databases_of_this_run(args.server, args.keep,
-                                         worlds_of(args)):
-        try:
-            if args.tune_server:
-                tuned = tune_server(args.server, print)
-            return _main(args, argv)
-        finally:
+    with reporting.cleanly() as stack:
+        stack.enter_context(seed_fast.databases_of_this_run(
+            args.server, args.keep, worlds_of(args)))
+        if args.tune_server:
+            tuned = tune_server(args.server, print)
             if tuned and not args.keep_tuning:
-                restore_server(args.server, tuned, print)
+                stack.callback(restore_server, args.server, tuned, print)
+        return _main(args, argv)
 
 
 def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
@@ -1251,20 +1238,22 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     targets = evaluate_targets(points)
     for line in targets:
         log(line)
-    report = dict(run_info('bench_listing.py', argv), **{
+    report = dict(runinfo.run_info('bench_listing.py', argv), **{
         'server': server, 'repeat': args.repeat,
         'microversion': MAX_VERSION,
         'nova_expected_attrs': EXPECTED_ATTRS, 'points': points,
         'seeding': seeding,
         'targets': targets, 'notes': notes,
     })
+    paths = reporting.write_results(report, name=args.name, out=out_dir,
+                                    json_path=args.json,
+                                    write_markdown=write_markdown,
+                                    indent=1, sort_keys=False, default=str)
     if out_dir:
-        base = os.path.join(out_dir, args.name)
-        with open(base + '.json', 'w') as handle:
-            json.dump(report, handle, indent=1, default=str)
-        write_markdown(base + '.md', report)
-        write_chart(base + '.png', points)
-        log('wrote %s.json, %s.md, %s.png' % (base, base, base))
+        paths.append(os.path.join(out_dir, args.name + '.png'))
+        write_chart(paths[-1], points)
+    if paths:
+        log('wrote %s' % ', '.join(paths))
     return 0
 
 
