@@ -63,9 +63,8 @@ import warnings
 
 warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
-import openstack  # noqa: E402
-
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 from nova_cellsched.demo import cloud as cloud_mod  # noqa: E402
@@ -77,15 +76,6 @@ UNMAPPED = ('5b1e0a9f2c8d4e8fa1b2c3d4e5f60718',
 PROJECTS = (cloud_mod.DEDICATED,) + UNMAPPED
 HMAC = 'cellsched-cloud'
 SERVICES = ('api', 'conductor', 'scheduler', 'compute')
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The *q* quantile (0..1) of *values*, nearest rank."""
-    ordered = sorted(values)
-    if not ordered:
-        return float('nan')
-    rank = max(0, min(len(ordered) - 1, int(round(q * len(ordered))) - 1))
-    return ordered[rank]
 
 
 class Clients:
@@ -101,6 +91,8 @@ class Clients:
         conns = self.local.__dict__.setdefault('conns', {})
         key = (project, admin)
         if key not in conns:
+            import openstack  # checked by main() (openstacksdk)
+
             token = ('admin:%s' % project if admin
                      else 'user:%s:member,reader' % project)
             conns[key] = openstack.connect(
@@ -241,10 +233,11 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
         'outside_allowed_cells': sum(1 for r in results if r.get('outside')),
         'by_cell': dict(collections.Counter(
             r.get('cell') or '-' for r in results)),
-        'active_s': {k: round(percentile(active, q), 2) for k, q in (
-            ('p50', .5), ('p95', .95), ('p99', .99), ('max', 1.0))},
-        'post_s': {k: round(percentile(posts, q), 2) for k, q in (
-            ('p50', .5), ('p95', .95), ('max', 1.0))},
+        'active_s': reporting.percentiles(
+            active, {'p50': 50, 'p95': 95, 'p99': 99, 'max': 100},
+            digits=2),
+        'post_s': reporting.percentiles(
+            posts, {'p50': 50, 'p95': 95, 'max': 100}, digits=2),
         'cpu_s': group_cpu(cpu),
         'cpu_total_s': round(sum(cpu.values()), 1),
         'faults': sorted({r['fault'][:160] for r in results
@@ -377,10 +370,10 @@ def analyse_traces(redis_url: str, results: list[dict[str, Any]]
     top = sorted(exclusive.items(), key=lambda kv: -kv[1])[:12]
     return {
         'traced_boots': traced,
-        'per_boot_s': {k: {'p50': round(percentile(v, .5), 3),
-                           'p95': round(percentile(v, .95), 3),
-                           'mean': round(sum(v) / len(v), 3)}
-                       for k, v in per_boot.items() if v},
+        'per_boot_s': {k: dict(reporting.percentiles(
+            v, {'p50': 50, 'p95': 95}, digits=3),
+            mean=round(sum(v) / len(v), 3))
+            for k, v in per_boot.items() if v},
         'top_exclusive_s': [{'service': k[0], 'span': k[1],
                              'total_s': round(v, 2)} for k, v in top],
     }
@@ -445,7 +438,7 @@ def render(results: dict[str, Any]) -> str:
     return '\n'.join(lines) + '\n'
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--dir', default=None,
                         help='A running cloud to use (else one is started '
@@ -467,8 +460,10 @@ def main() -> int:
     parser.add_argument('--sighup', action='store_true',
                         help='After the storms: SIGHUP nova-scheduler with '
                              'a changed cells_projects, boot, report cells.')
-    parser.add_argument('--out', help='Directory for cloud_storm.json/.md.')
-    args = parser.parse_args()
+    reporting.add_output_arguments(parser, name=None)
+    args = parser.parse_args(argv)
+    if args.render:
+        return reporting.rerender(args.render, reporting.text_writer(render))
     if args.quick:
         args.servers, args.concurrency, args.small = 20, 5, '10/2'
         args.computes = 3
@@ -481,6 +476,13 @@ def main() -> int:
     def say(line: str) -> None:
         print('bench_cloud_storm: %s' % line, flush=True)
 
+    needs = {'openstack': 'openstacksdk: the clients',
+             'psutil': 'psutil: CPU seconds per service'}
+    if args.trace:
+        needs.update(osprofiler='osprofiler: the traces (--trace)',
+                     redis='redis: the trace collector (--trace)')
+    reporting.require('bench_cloud_storm.py', needs)
+
     import tempfile
     own = args.dir is None
     directory = args.dir or tempfile.mkdtemp(prefix='cellsched-cloud-')
@@ -488,11 +490,12 @@ def main() -> int:
                             profiler=args.redis if args.trace else None,
                             say=say)
     results: dict[str, Any] = {
-        'run': runinfo.run_info(os.path.basename(__file__), None),
+        'run': runinfo.run_info(os.path.basename(__file__), argv),
         'storms': []}
-    try:
+    with reporting.cleanly() as stack:
         if own:
             os.rmdir(directory)
+            stack.callback(cloud.down)
             cloud.up()
         elif not cloud.load():
             say('no cloud in %s' % directory)
@@ -527,18 +530,11 @@ def main() -> int:
                 say('sighup: %s' % results['sighup'])
         finally:
             clients.close()
-    finally:
-        if own:
-            cloud.down()
-    text = render(results)
-    print(text)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        name = 'cloud_storm_trace' if args.trace else 'cloud_storm'
-        with open(os.path.join(args.out, name + '.json'), 'w') as f:
-            json.dump(results, f, indent=1, sort_keys=True)
-        with open(os.path.join(args.out, name + '.md'), 'w') as f:
-            f.write(text)
+    print(render(results))
+    reporting.write_results(
+        results, name=args.name or ('cloud_storm_trace' if args.trace
+                                    else 'cloud_storm'),
+        out=args.out, json_path=args.json, render=render, indent=1)
     return 0
 
 

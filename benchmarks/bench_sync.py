@@ -707,9 +707,10 @@ class World:
             try:
                 if self.created:
                     seed_fast.drop_databases(
-                        self.server, [n for n in self.created if n in
-                                      seed_fast.bench_databases(
-                                          self.server, self.prefix)],
+                        self.server, reporting.cleanup_selection(
+                            seed_fast.bench_databases(self.server,
+                                                      self.prefix),
+                            prefix=self.prefix, made=self.created).drop,
                         progress)
             finally:
                 shutil.rmtree(self.dir, True)
@@ -1036,12 +1037,7 @@ def main(argv: list[str] | None = None) -> int:
                         '%(default)s)')
     parser.add_argument('--quick', action='store_true',
                         help='200 providers, 5 cells, one repetition')
-    parser.add_argument('--out', help='directory for sync.json and sync.md')
-    parser.add_argument('--name', help='results file name (default sync, '
-                        'sync_quick with --quick)')
-    parser.add_argument('--render', metavar='JSON',
-                        help='write the .md of a stored .json again (next '
-                        'to it) and exit; nothing is measured')
+    reporting.add_output_arguments(parser, name=None)
     args = parser.parse_args(argv)
     if args.render:
         return reporting.rerender(args.render, reporting.text_writer(render))
@@ -1057,16 +1053,13 @@ def main(argv: list[str] | None = None) -> int:
     env['PYTHONPATH'] = os.pathsep.join(
         p for p in [TOP, env.get('PYTHONPATH', '')] if p)
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt('signal %d' % signum)
-    signal.signal(signal.SIGTERM, terminate)
-
     # Taken now: the commit measured, whatever changes meanwhile.
     info = runinfo.run_info('bench_sync.py', argv)
-    world = World(args.server, args.cells, args.providers,
-                  args.placement_processes, args.placement_threads,
-                  args.placement_driver)
-    try:
+    with reporting.cleanly() as stack:
+        world = World(args.server, args.cells, args.providers,
+                      args.placement_processes, args.placement_threads,
+                      args.placement_driver)
+        stack.callback(world.close)
         progress('building %d providers in %d cells (%s_*, files in %s)'
                  % (args.providers, args.cells, world.prefix, world.dir))
         setup = world.build()
@@ -1100,19 +1093,13 @@ def main(argv: list[str] | None = None) -> int:
                 k: round(v, 1) for k, v in setup.items()},
             'summary': summary, 'probe': probe,
             'ratios': ratios(summary, probe), 'runs': runs}
-        text = render(report)
-        print(text)
-        if args.out:
-            name = args.name or ('sync_quick' if args.quick else 'sync')
-            os.makedirs(args.out, exist_ok=True)
-            with open(os.path.join(args.out, name + '.json'), 'w') as f:
-                json.dump(report, f, indent=1)
-                f.write('\n')
-            with open(os.path.join(args.out, name + '.md'), 'w') as f:
-                f.write(text)
+        print(render(report))
+        reporting.write_results(
+            report, name=args.name or ('sync_quick' if args.quick
+                                       else 'sync'),
+            out=args.out, json_path=args.json, render=render, indent=1,
+            sort_keys=False)
         return 0
-    finally:
-        world.close()
 
 
 def _placement_version() -> str | None:

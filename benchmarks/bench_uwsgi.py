@@ -58,12 +58,12 @@ import tests  # noqa: E402,F401  (nova's monkey patching, before nova)
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
-import json  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
 from nova_cellsched.demo import seed  # noqa: E402
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 from tests.functional import mariadb_server as mdb  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
@@ -71,16 +71,6 @@ from tests.functional import uwsgi_api  # noqa: E402
 DETAIL = '/servers/detail?all_tenants=1&limit=1000'
 PHASES = ('healthy', 'frozen', 'thawed', 'killed', 'restarted')
 PROBE_EVERY = 0.5
-
-
-def percentile(values: list[float], fraction: float) -> float | None:
-    """The *fraction* percentile (nearest rank) of *values*, or None."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1,
-                      int(round(fraction * len(ordered) + 0.5)) - 1))
-    return ordered[rank]
 
 
 def worker_resources(api: uwsgi_api.UwsgiNovaApi,
@@ -184,12 +174,12 @@ class Phase:
         return {
             'lists': len(self.lists),
             'lists_per_s': round(len(self.lists) / elapsed, 2),
-            'list_p50_ms': ms(percentile(self.lists, 0.50)),
-            'list_p95_ms': ms(percentile(self.lists, 0.95)),
-            'list_p99_ms': ms(percentile(self.lists, 0.99)),
+            'list_p50_ms': ms(reporting.percentile(self.lists, 50)),
+            'list_p95_ms': ms(reporting.percentile(self.lists, 95)),
+            'list_p99_ms': ms(reporting.percentile(self.lists, 99)),
             'list_max_ms': ms(max(self.lists, default=None)),
-            'probe_p50_ms': ms(percentile(self.probes, 0.50)),
-            'probe_p99_ms': ms(percentile(self.probes, 0.99)),
+            'probe_p50_ms': ms(reporting.percentile(self.probes, 50)),
+            'probe_p99_ms': ms(reporting.percentile(self.probes, 99)),
             'probe_max_ms': ms(max(self.probes, default=None)),
             'errors': dict(self.errors),
             'incomplete_lists': self.incomplete,
@@ -271,7 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--quick', action='store_true',
                         help='a small world and short phases')
-    parser.add_argument('--out', default=os.path.join(HERE, 'results'))
+    reporting.add_output_arguments(parser, name=None,
+                                   out=os.path.join(HERE, 'results'))
     parser.add_argument('--cells', type=int, default=4)
     # 4 x 249 + cell0's 2 = 998: every server fits one page of nova's
     # [api] max_limit (1,000), so a complete answer has them all.
@@ -283,29 +274,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--processes', type=int, default=2)
     parser.add_argument('--threads', type=int, default=1)
     parser.add_argument('--variants', default='filter,stock')
-    parser.add_argument('--name', default=None,
-                        help='results file name in --out (default uwsgi, '
-                        'uwsgi_quick with --quick)')
     args = parser.parse_args(argv)
+    if args.render:
+        return reporting.rerender(args.render, reporting.text_writer(render))
     if args.quick:
         args.per_cell = min(args.per_cell, 25)
         args.phase_seconds = min(args.phase_seconds, 4.0)
         args.request_timeout = min(args.request_timeout, 15.0)
-    problem = uwsgi_api.unavailable()
-    if problem:
-        print('bench_uwsgi.py: %s' % problem, file=sys.stderr)
-        return 2
+    reporting.require('bench_uwsgi.py', problems=[uwsgi_api.unavailable()])
 
     def say(text: str) -> None:
         print(text, flush=True)
 
-    servers = [mdb.MariaDBServer('bench-uwsgi'),
-               mdb.MariaDBServer('bench-uwsgi-victim')]
-    neutron = uwsgi_api.FakeNeutron()
-    try:
-        for server in servers:
-            server.setUp()
-        neutron.setUp()
+    with reporting.cleanly() as stack:
+        servers = [mdb.MariaDBServer('bench-uwsgi'),
+                   mdb.MariaDBServer('bench-uwsgi-victim')]
+        neutron = uwsgi_api.FakeNeutron()
+        for fixture in servers + [neutron]:
+            stack.callback(fixture.cleanUp)
+            fixture.setUp()
         main_server, victim = servers
         population = seed.Population(instances=args.per_cell, hosts=4,
                                      metadata_keys=1)
@@ -333,10 +320,6 @@ def main(argv: list[str] | None = None) -> int:
             results[variant] = run_variant(variant, world, victim,
                                            neutron.url, args, healthy,
                                            probe_id, say)
-    finally:
-        neutron.cleanUp()
-        for server in reversed(servers):
-            server.cleanUp()
     report = dict(runinfo.run_info('bench_uwsgi.py', argv), **{
         'setup': {'cells': args.cells, 'per_cell': args.per_cell,
                   'clients': args.clients, 'processes': args.processes,
@@ -345,13 +328,9 @@ def main(argv: list[str] | None = None) -> int:
                   'phase_seconds': args.phase_seconds,
                   'request_timeout': args.request_timeout},
         'results': results})
-    os.makedirs(args.out, exist_ok=True)
-    stem = os.path.join(args.out, args.name or (
-        'uwsgi_quick' if args.quick else 'uwsgi'))
-    with open(stem + '.json', 'w') as handle:
-        json.dump(report, handle, indent=1, sort_keys=True)
-    with open(stem + '.md', 'w') as handle:
-        handle.write(render(report))
+    reporting.write_results(
+        report, name=args.name or ('uwsgi_quick' if args.quick else 'uwsgi'),
+        out=args.out, json_path=args.json, render=render, indent=1)
     say(render(report))
     return 0
 
