@@ -1007,12 +1007,7 @@ def main(argv=None):
                         choices=CONFIGS)
     parser.add_argument('--log', metavar='FILE',
                         help='append nova\'s log of each storm (debugging)')
-    parser.add_argument('--out', metavar='DIR',
-                        help='write DIR/bootstorm.json and bootstorm.md')
-    parser.add_argument('--json', metavar='PATH')
-    parser.add_argument('--render', metavar='JSON',
-                        help='only write the markdown next to a results '
-                        'JSON file (no run)')
+    reporting.add_output_arguments(parser, name='bootstorm')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
         return reporting.rerender(ARGS.render, write_markdown)
@@ -1073,12 +1068,10 @@ def main(argv=None):
 def save(report):
     """Write ``--json`` and ``--out``'s files, as far as *report* goes."""
     complete = all('hung_clients' not in s for s in report.get('storms', ()))
-    paths = reporting.write_results(report, name='bootstorm', out=ARGS.out,
-                                    json_path=ARGS.json,
-                                    write_markdown=write_markdown,
-                                    markdown=complete)
-    if paths:
-        print('wrote %s' % ', '.join(paths))
+    reporting.write_results(report, name=ARGS.name, out=ARGS.out,
+                            json_path=ARGS.json,
+                            write_markdown=write_markdown,
+                            markdown=complete, say=print)
 
 
 if __name__ == '__main__':

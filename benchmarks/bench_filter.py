@@ -227,7 +227,7 @@ def run(args):
         print('%-18s %-34s %12s %9.1fx'
               % (row['request'], 'ratio AMTI / ProjectCellFilter', '',
                  row['ratio_amti_over_pcf']))
-    reporting.write_results(report, name='filter', out=args.out,
+    reporting.write_results(report, name=args.name, out=args.out,
                             json_path=args.json,
                             write_markdown=write_markdown)
     return report
@@ -277,11 +277,10 @@ def main(argv=None):
     parser.add_argument('--repeat', type=int, default=21,
                         help='timed runs per filter and request; the '
                              'median is reported (default 21)')
-    parser.add_argument('--json', metavar='FILE',
-                        help='also write the results as JSON to FILE')
-    parser.add_argument('--out', metavar='DIR',
-                        help='write DIR/filter.json and DIR/filter.md')
+    reporting.add_output_arguments(parser, name='filter')
     args = parser.parse_args(argv)
+    if args.render:
+        return reporting.rerender(args.render, write_markdown)
     args.argv = argv
     if not 0 < args.dedicated < args.cells:
         parser.error('--dedicated must be between 1 and --cells - 1')

@@ -765,12 +765,7 @@ def main(argv=None):
     parser.add_argument('--profile-dir', metavar='DIR',
                         help='after the timed requests, profile one '
                         'request per kind and mode into DIR')
-    parser.add_argument('--json', metavar='PATH')
-    parser.add_argument('--out', metavar='DIR',
-                        help='write DIR/placement.json and placement.md')
-    parser.add_argument('--render', metavar='JSON',
-                        help='only write the markdown next to a results '
-                        'JSON file (no run)')
+    reporting.add_output_arguments(parser, name='placement')
     parser.parse_args(argv, namespace=ARGS)
     if ARGS.render:
         return reporting.rerender(ARGS.render, write_markdown)
@@ -796,7 +791,7 @@ def main(argv=None):
             print('sync workers/%-18s %7.1f s  %5d changes  %d failed  '
                   'requests %s' % (label, run['seconds'], run['changes'],
                                    run['failed'], run['requests']))
-        reporting.write_results(RESULTS, name='placement',
+        reporting.write_results(RESULTS, name=ARGS.name,
                                 json_path=ARGS.json)
         return 0
     print('%(hosts)d hosts in %(cells)d cells, max_placement_results '
@@ -813,7 +808,7 @@ def main(argv=None):
                  run['no_valid_host'], run['candidates_mean'],
                  run['allowed_candidates_mean'],
                  run['outside_allowed_cells']))
-    paths = reporting.write_results(RESULTS, name='placement', out=ARGS.out,
+    paths = reporting.write_results(RESULTS, name=ARGS.name, out=ARGS.out,
                                     json_path=ARGS.json,
                                     write_markdown=write_markdown)
     if ARGS.out:

@@ -15,7 +15,7 @@
 Every run is a new process, as an operator's call is::
 
     python benchmarks/bench_startup.py [--repeat 5] [--dir DIR]
-        [--json results.json] [--baseline CHECKOUT]
+        [--json results.json] [--out DIR] [--baseline CHECKOUT]
 
 It builds (or reuses) the demo world in ``--dir`` (``nova-cellsched demo
 --cells 10 --instances 10000``, SQLite files, as the README's quick start
@@ -40,12 +40,15 @@ within minutes, so a before/after comparison is only fair within one
 run. A fixed pure-Python loop is timed before and after as well and
 printed as the machine's speed at the time.
 
+``--json PATH`` writes the results as JSON, ``--out DIR`` as
+``DIR/startup.json`` and ``DIR/startup.md`` (``--name`` for another
+name), the same way as every benchmark (``benchmarks/reporting.py``).
+
 To see where the time goes: ``python -X importtime -m
 nova_cellsched.cmd.cellsched --config-file DIR/nova.conf list --limit 20``.
 """
 
 import argparse
-import json
 import os
 import resource
 import statistics
@@ -55,6 +58,7 @@ import time
 from typing import Any
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 TARGETS = {'list --limit 20': 1.0, '--help': 0.3}
@@ -119,12 +123,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--repeat', type=int, default=5)
     parser.add_argument('--dir', default='./cellsched-demo',
                         help='Demo world (built when missing).')
-    parser.add_argument('--json', metavar='FILE',
-                        help='Also write the results as JSON.')
+    reporting.add_output_arguments(parser, name='startup')
     parser.add_argument('--baseline', metavar='CHECKOUT',
                         help='Another checkout to run alternately, for '
                              'a before/after ratio.')
     args = parser.parse_args(argv)
+    if args.render:
+        return reporting.rerender(args.render, reporting.text_writer(render))
+    # Taken now: the loops below reuse the name argv.
+    info = runinfo.run_info('bench_startup.py', argv)
 
     cmd = command()
     conf = os.path.join(os.path.abspath(args.dir), 'nova.conf')
@@ -179,19 +186,44 @@ def main(argv: list[str] | None = None) -> int:
         print('%d of %d medians over target (reported, not a failure: '
               'compare the machine speed, or use --baseline for a fair '
               'before/after)' % (over, len(results)))
-    if args.json:
-        with open(args.json, 'w') as handle:
-            # Published with the repository: the baseline by its commit,
-            # the command without the machine's paths.
-            json.dump(dict(runinfo.run_info('bench_startup.py', None), **{
-                'measured': public_command(cmd),
-                'baseline': {'commit': runinfo.commit(
-                    os.path.abspath(args.baseline))} if args.baseline
-                else None,
-                'reference_loop_s': speed, 'results': results}),
-                handle, indent=1)
-            handle.write('\n')
+    # Published with the repository: the baseline by its commit, the
+    # command without the machine's paths.
+    report = dict(info, **{
+        'measured': public_command(cmd),
+        'baseline': {'commit': runinfo.commit(
+            os.path.abspath(args.baseline))} if args.baseline else None,
+        'reference_loop_s': speed, 'results': results})
+    reporting.write_results(report, name=args.name, out=args.out,
+                            json_path=args.json, render=render, indent=1,
+                            sort_keys=False)
     return 0
+
+
+def render(report: dict[str, Any]) -> str:
+    """The Markdown of a run: medians against targets, reported only."""
+    # Older results files (before runinfo's header) have only some.
+    fields = dict(report, date=(report.get('date') or '')[:16] or None)
+    header = ', '.join('%s %s' % (label, fields[key]) for key, label in (
+        ('command', 'run'), ('date', 'on'), ('commit', 'commit'),
+        ('nova', 'nova'), ('python', 'Python'), ('cpus', 'CPUs'))
+        if fields.get(key) is not None)
+    lines = ['# nova-cellsched command line: process start to exit', '',
+             '%s.' % header, '',
+             '| command | median s | target s | CPU median s | runs s | '
+             'baseline median s |',
+             '|---|---|---|---|---|---|']
+    for name, result in report['results'].items():
+        base = result.get('baseline')
+        lines.append('| `%s` | %.3f | %.1f | %.3f | %s | %s |' % (
+            name, result['median_s'], result['target_s'],
+            result['cpu_median_s'],
+            ' '.join('%.3f' % t for t in result['runs_s']),
+            '%.3f (%.2fx)' % (base['median_s'], base['median_s'] /
+                              result['median_s']) if base else '-'))
+    lines += ['', 'Machine speed: a fixed loop took %.3f s before the runs '
+              'and %.3f s after. A median over its target is reported, not '
+              'a failure.' % tuple(report['reference_loop_s'])]
+    return '\n'.join(lines) + '\n'
 
 
 if __name__ == '__main__':

@@ -32,6 +32,10 @@ links differ per server, as in a real listing). Timed, best of
   listing of these servers) and filled (the same servers listed again);
 - ``jsonschema-rs``, when installed: its Draft 2020-12 validator with
   nova's format checks as Python callbacks, on the parsed body.
+
+One JSON line per microversion is printed; ``--json PATH`` and ``--out
+DIR`` (``validation.json``, ``validation.md``) write the run as every
+benchmark does (``benchmarks/reporting.py``).
 """
 
 # The suite's package first: it applies nova's concurrency mode (native
@@ -40,6 +44,7 @@ import tests  # noqa: F401 isort: skip
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -52,6 +57,10 @@ from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from nova_cellsched import compat
 from tests import schema_bodies
+
+sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+import reporting  # noqa: E402
+import runinfo  # noqa: E402
 
 
 def best(function, repeat):
@@ -137,21 +146,50 @@ def run(version, servers, repeat):
     return result
 
 
+def render(report):
+    """The Markdown of a run: best of --repeat, ms per body."""
+    names = ['nova', 'nova validate only', 'ours cold', 'ours warm',
+             'jsonschema-rs']
+    lines = ['# Response validation of GET /servers/detail: nova and ours',
+             '', '`%s` on %s, nova %s, Python %s, best of %d.' % (
+                 report['command'], report['date'][:16], report['nova'],
+                 report['python'], report['repeat']), '',
+             '| microversion | servers | body MB | %s |' % ' | '.join(
+                 '%s ms' % name for name in names),
+             '|---|---|---|%s' % ('---|' * len(names))]
+    for row in report['results']:
+        lines.append('| %s | %d | %s | %s |' % (
+            row['version'], row['servers'], row['body_mb'], ' | '.join(
+                '%.1f' % (row[name] * 1000) if name in row else '-'
+                for name in names)))
+    return '\n'.join(lines) + '\n'
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--servers', type=int, default=1000)
     parser.add_argument('--repeat', type=int, default=5)
     parser.add_argument('--versions', default='2.1,2.100')
+    reporting.add_output_arguments(parser, name='validation')
     args = parser.parse_args(argv)
+    if args.render:
+        return reporting.rerender(args.render, reporting.text_writer(render))
+    info = runinfo.run_info('bench_validation.py', argv)
     compat.install(['validation'])
     import nova.conf
     nova.conf.CONF.set_override('response_validation', 'warn', 'api')
+    results = []
     for version in args.versions.split(','):
         result = run(version, args.servers, args.repeat)
+        results.append(result)
         print(json.dumps({k: round(v, 4) if isinstance(v, float) else v
                           for k, v in result.items()}))
+    report = dict(info, servers=args.servers, repeat=args.repeat,
+                  results=results)
+    reporting.write_results(report, name=args.name, out=args.out,
+                            json_path=args.json, render=render,
+                            say=print)
     return 0
-
 
 if __name__ == '__main__':
     sys.exit(main())

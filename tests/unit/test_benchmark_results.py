@@ -18,6 +18,7 @@ import gzip
 import json
 import os
 import signal
+import subprocess
 import sys
 import sysconfig
 
@@ -339,3 +340,41 @@ class CleanlyTest(base.BaseTestCase):
         self.assertRaises(KeyboardInterrupt, killed)
         self.assertEqual(['made'], done)
         self.assertIs(before, signal.getsignal(signal.SIGTERM))
+
+
+class SharedRunnerTest(base.BaseTestCase):
+    """Every benchmark script uses the one runner and report writer."""
+
+    PRIVATE = {'percentile', 'require', 'rerender', 'text_writer',
+               'write_results', 'run_info'}
+
+    def scripts(self):
+        for name in sorted(os.listdir(BENCHMARKS)):
+            if name.startswith('bench_') and name.endswith('.py'):
+                with open(os.path.join(BENCHMARKS, name)) as handle:
+                    yield name, handle.read()
+
+    def test_no_script_keeps_its_own_copy(self):
+        for name, text in self.scripts():
+            tree = ast.parse(text)
+            defined = {node.name for node in ast.walk(tree)
+                       if isinstance(node, ast.FunctionDef)}
+            self.assertEqual(set(), defined & self.PRIVATE, name)
+            # Results are written by reporting.write_results only.
+            self.assertNotIn('json.dump(', text, name)
+
+    def test_every_script_has_the_output_options(self):
+        for name, text in self.scripts():
+            self.assertIn('reporting.add_output_arguments(', text, name)
+            self.assertIn('reporting.write_results(', text, name)
+
+    def test_reporting_and_runinfo_import_no_nova(self):
+        done = subprocess.run(
+            [sys.executable, '-c',
+             'import sys; sys.path.insert(0, %r); import reporting, '
+             'runinfo; print(sorted(m for m in sys.modules if '
+             'm.split(".")[0] in ("nova", "nova_cellsched")))'
+             % BENCHMARKS], capture_output=True, text=True, timeout=120,
+            env=dict(os.environ, PYTHONPATH=''))
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertEqual('[]', done.stdout.strip())
