@@ -104,6 +104,7 @@ from nova_cellsched.api import view as api_view  # noqa: E402
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
+from tests import request_specs  # noqa: E402
 
 CONF = nova.conf.CONF
 MAX_VERSION = api_version_request._MAX_API_VERSION
@@ -210,17 +211,11 @@ def seed_request_specs(api_url: str, log: Any) -> int:
         if not missing:
             return 0
         template_uuid = '11111111-2222-3333-4444-555555555555'
-        spec = objects.RequestSpec(
-            instance_uuid=template_uuid, project_id='P' * 32,
-            user_id='U' * 32, availability_zone='nova', num_instances=1,
-            is_bfv=False, scheduler_hints={},
-            flavor=objects.Flavor(flavorid='1', name='m1.small',
-                                  memory_mb=2048, vcpus=1, root_gb=20,
-                                  ephemeral_gb=0, swap=0, extra_specs={}),
-            image=objects.ImageMeta.from_dict({'properties': {}}),
-            ignore_hosts=None, force_hosts=None, force_nodes=None,
-            pci_requests=objects.InstancePCIRequests(requests=[]),
-            security_groups=objects.SecurityGroupList(objects=[]))
+        # The tests' spec as nova-api stores it at boot, with placeholders
+        # replaced per row below.
+        spec = request_specs.stored_request_spec(
+            template_uuid, project_id='P' * 32, user_id='U' * 32,
+            availability_zone='nova')
         template = jsonutils.dumps(spec.obj_to_primitive())
         rows = [(u, template.replace(template_uuid, u)
                  .replace('P' * 32, p or '').replace('U' * 32, u2 or ''))

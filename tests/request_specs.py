@@ -16,6 +16,11 @@
 request (a new server, a move pinned to or preferring a cell, a
 rebuild); :func:`stored_request_spec` is a spec as nova-api stores it at
 boot, every field set. Both are nova's real objects.
+
+``benchmarks/bench_api.py`` seeds its ``request_specs`` rows from
+:func:`stored_request_spec` too (the benchmarks import from ``tests``,
+the package never does), so the spec the benchmark's view reads is the
+one the tests check.
 """
 
 import uuid as uuid_lib
