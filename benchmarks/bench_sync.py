@@ -79,7 +79,6 @@ import random  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
-import signal  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -90,6 +89,7 @@ import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 import uuid as uuid_lib  # noqa: E402
 
+from nova_cellsched.demo import api as demo_api  # noqa: E402
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
@@ -240,20 +240,8 @@ class PlacementUwsgi:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL uwsgi's session (idempotent)."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self.process.poll() is None:
-            self.process.wait(10)
+        if self.process is not None:
+            demo_api.stop_session(self.process, 20)
         self.process = None
 
     def worker_pids(self) -> list[int]:

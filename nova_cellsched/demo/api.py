@@ -417,6 +417,30 @@ def uwsgi_options(module: str, port: int, processes: int, threads: int,
     return options
 
 
+def stop_session(process: 'subprocess.Popen[Any]',
+                 timeout: float = 30.0) -> None:
+    """SIGTERM *process*, then SIGKILL its whole session if it lingers.
+
+    For a process started with ``start_new_session=True`` (a uwsgi
+    master and its workers): returns once it has exited and no process
+    of its session is left. Calling it again does nothing more.
+
+    :param timeout: seconds the process is given after SIGTERM.
+    """
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    if process.poll() is None:
+        process.wait(10)
+
+
 class UwsgiError(Exception):
     """uwsgi did not start, reload or stop as asked."""
 
@@ -678,20 +702,8 @@ class UwsgiNovaApi:
         Returns once the master has exited and no process of uwsgi's
         session is left (idempotent).
         """
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        if self.process.poll() is None:
-            self.process.wait(10)
+        if self.process is not None:
+            stop_session(self.process, timeout)
 
     def worker_pids(self) -> list[int]:
         """The pids of uwsgi's processes other than the master."""
