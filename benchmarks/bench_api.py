@@ -72,6 +72,7 @@ sys.path.insert(1, os.path.dirname(HERE))
 import bench_listing  # noqa: E402  (applies nova's monkey patching)
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import functools  # noqa: E402
 import gc  # noqa: E402
 import io  # noqa: E402
@@ -385,10 +386,14 @@ def frozen_run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
 
     api = mdb.MariaDBServer('bench-api')
     victim = mdb.MariaDBServer('bench-victim')
-    api.setUp()
-    victim.setUp()
     result: dict[str, Any] = {}
-    try:
+    with contextlib.ExitStack() as stack:
+        # Each server is stopped (the victim thawed first) however the
+        # run ends, also when the other one fails to start.
+        for server in (api, victim):
+            stack.callback(server.cleanUp)
+            server.setUp()
+        stack.callback(victim.thaw)
         population = seed.Population(instances=100)
         world = mdb.build_world(api, [
             ('cell0', api, seed.Population(instances=2, error_only=True)),
@@ -443,10 +448,6 @@ def frozen_run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
             CONF.clear_override('list_cell_timeout', 'cellsched')
             fixture.cleanUp()
             nova_context.CELLS = []
-    finally:
-        victim.thaw()
-        victim.cleanUp()
-        api.cleanUp()
     log('frozen cell: ours answered in %.2f s with %d of %d healthy servers; '
         'nova answered within %d s: %s'
         % (result['ours_seconds'], result['ours_servers'],
