@@ -44,6 +44,7 @@ import importlib.util
 import json
 import os
 import signal
+import threading
 from typing import Any
 
 #: The benchmarks' own requirements, on top of the project's.
@@ -159,17 +160,22 @@ def cleanly() -> Iterator[contextlib.ExitStack]:
     it is made; it is undone, last first, when the block ends, fails or
     is interrupted. SIGTERM is turned into :class:`KeyboardInterrupt`
     for the block (as Ctrl-C is), so a killed run cleans up too; the
-    previous handler is restored afterwards.
+    previous handler is restored afterwards. Outside the main thread
+    the steps still run, SIGTERM keeps its handler.
     """
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt('signal %d' % signum)
 
-    previous = signal.signal(signal.SIGTERM, terminate)
+    # Only the main thread may set a handler (a test may call a main()
+    # from another thread: then SIGTERM is left as it is).
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, terminate) if main else None
     try:
         with contextlib.ExitStack() as stack:
             yield stack
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *,

@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 
 import fixtures
 from oslotest import base
@@ -340,6 +341,21 @@ class CleanlyTest(base.BaseTestCase):
         self.assertRaises(KeyboardInterrupt, killed)
         self.assertEqual(['made'], done)
         self.assertIs(before, signal.getsignal(signal.SIGTERM))
+
+
+    def test_outside_the_main_thread_steps_still_run(self):
+        before = signal.getsignal(signal.SIGTERM)
+        done, seen = [], []
+
+        def run():
+            with reporting.cleanly() as stack:
+                stack.callback(done.append, 'made')
+                seen.append(signal.getsignal(signal.SIGTERM))
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+        self.assertEqual(['made'], done)
+        self.assertEqual([before], seen)
 
 
 class SharedRunnerTest(base.BaseTestCase):
