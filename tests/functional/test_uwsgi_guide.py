@@ -24,7 +24,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import time
 
@@ -113,7 +112,7 @@ class UwsgiGuideTest(testtools.TestCase):
                 stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 start_new_session=True,
                 preexec_fn=demo_api.die_with_parent())
-        self.addCleanup(self._stop, uwsgi)
+        self.addCleanup(demo_api.stop_session, uwsgi, 60)
         # Read now (at cleanup), not when the result is written: by then
         # the temporary directory is gone, and a detail whose file is
         # missing ends the whole stestr worker.
@@ -134,17 +133,3 @@ class UwsgiGuideTest(testtools.TestCase):
             time.sleep(1)
         self.assertRegex(status, r'^HTTP/1\.1 200 ')
         self.assertIn('"id": "v2.1"', answer.stdout)
-
-    @staticmethod
-    def _stop(process):
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(10)
