@@ -76,7 +76,7 @@ STARTUP_CELL_TIMEOUT_ENV = 'NOVA_CELLSCHED_TEST_CELL_TIMEOUT'
 #: Seconds from a reload until the new workers serve, a cell frozen: the
 #: start-up check's wait plus loading nova-api, with room for a loaded
 #: machine.
-START_BOUND = STARTUP_CELL_TIMEOUT + 40.0
+START_BOUND = STARTUP_CELL_TIMEOUT + 90.0
 #: The start-up check's warning for a cell that did not answer.
 STARTUP_DOWN = ('Cell cell3(%s) did not answer the start-up check of '
                 'nova-compute service versions')
