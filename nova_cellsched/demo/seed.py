@@ -26,6 +26,8 @@ import dataclasses
 import datetime
 import os
 import random
+import re
+import threading
 import uuid as uuid_lib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -147,11 +149,46 @@ def drop_database(database_url: str) -> None:
         engine.dispose()
 
 
-def apply_schema(database_url: str, database: str = 'main') -> None:
-    """Migrate *database_url* to nova's latest ``main`` or ``api`` schema.
+#: nova's schema as first migrated in this process, per server and kind:
+#: (its CREATE statements, its alembic versions). See :func:`apply_schema`.
+_SCHEMAS: dict[tuple[str, ...], tuple[list[str], list[str]]] = {}
+_SCHEMAS_LOCK = threading.Lock()
 
-    Runs nova's own alembic migrations, as ``nova-manage db sync`` does.
+
+def apply_schema(database_url: str, database: str = 'main') -> None:
+    """Give *database_url* nova's latest ``main`` or ``api`` schema.
+
+    The first empty database of each kind on each server is migrated by
+    nova's own alembic migrations, as ``nova-manage db sync`` does. On
+    MariaDB/MySQL and SQLite the next empty ones, in the same process,
+    get that database's schema copied: the statements the server gives
+    for it (``SHOW CREATE TABLE``; SQLite's ``sqlite_master``) and its
+    ``alembic_version`` rows, so they have the same tables, columns,
+    indexes and constraints and ``nova-manage db sync`` finds nothing to
+    do. Migrating runs some hundred statements one by one (on MariaDB
+    the main schema takes seconds); the copy runs one per table.
+    PostgreSQL databases, and databases that already have tables (alembic
+    then does what is left), are always migrated.
     """
+    url = sa_url.make_url(database_url)
+    backend = url.get_backend_name()
+    key = (backend, str(url.host), str(url.port), str(url.username),
+           database)
+    copyable = backend in ('mysql', 'sqlite') and not _has_tables(url)
+    if copyable:
+        with _SCHEMAS_LOCK:
+            schema = _SCHEMAS.get(key)
+        if schema is not None:
+            _copy_schema(url, *schema)
+            return
+    _migrate(database_url, database)
+    if copyable:
+        with _SCHEMAS_LOCK:
+            _SCHEMAS.setdefault(key, _read_schema(url))
+
+
+def _migrate(database_url: str, database: str) -> None:
+    """nova's alembic migrations of *database* (main/api), up to head."""
     import nova.db
 
     ini = os.path.join(os.path.dirname(nova.db.__file__), database,
@@ -165,6 +202,63 @@ def apply_schema(database_url: str, database: str = 'main') -> None:
         with engine.begin() as connection:
             config.attributes['connection'] = connection
             alembic_command.upgrade(config, 'head')
+    finally:
+        engine.dispose()
+
+
+def _has_tables(url: sa_url.URL) -> bool:
+    if url.get_backend_name() == 'sqlite' and not (
+            url.database and os.path.exists(url.database)):
+        return False
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        return bool(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def _read_schema(url: sa_url.URL) -> tuple[list[str], list[str]]:
+    """(CREATE statements, alembic versions) of a freshly migrated *url*."""
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            if url.get_backend_name() == 'mysql':
+                tables = [row[0] for row in conn.execute(sa.text(
+                    "SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'"))]
+                statements = [
+                    # An empty table's counter; said only once it moved.
+                    re.sub(r' AUTO_INCREMENT=\d+', '', conn.execute(
+                        sa.text('SHOW CREATE TABLE `%s`' % table)).one()[1])
+                    for table in tables]
+            else:
+                statements = [row[0] for row in conn.execute(sa.text(
+                    "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL "
+                    "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"))]
+            versions = [row[0] for row in conn.execute(sa.text(
+                'SELECT version_num FROM alembic_version'))]
+        return statements, versions
+    finally:
+        engine.dispose()
+
+
+def _copy_schema(url: sa_url.URL, statements: Sequence[str],
+                 versions: Sequence[str]) -> None:
+    """Run :func:`_read_schema`'s statements in the empty *url*."""
+    mysql = url.get_backend_name() == 'mysql'
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.begin() as conn:
+            if mysql:
+                # Tables come in name order, not in their keys' order.
+                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 0')
+            for statement in statements:
+                conn.exec_driver_sql(statement)
+            for version in versions:
+                conn.execute(sa.text(
+                    'INSERT INTO alembic_version (version_num) '
+                    'VALUES (:v)'), {'v': version})
+            if mysql:
+                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 1')
     finally:
         engine.dispose()
 

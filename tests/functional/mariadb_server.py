@@ -364,55 +364,15 @@ def _stop_leftovers() -> None:
             pass
 
 
-# nova's schema: migrated once per process, then cloned.
-
-_SCHEMAS: dict[str, tuple[list[str], list[str]]] = {}
-_SCHEMAS_LOCK = threading.Lock()
-
-
-def _capture_schema(url: str) -> tuple[list[str], list[str]]:
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
-    try:
-        with engine.connect() as conn:
-            tables = [r[0] for r in conn.execute(sa.text(
-                "SHOW FULL TABLES WHERE Table_type = 'BASE TABLE'"))]
-            ddl = [conn.execute(sa.text('SHOW CREATE TABLE `%s`' % t)
-                                ).one()[1] for t in tables]
-            versions = [r[0] for r in conn.execute(sa.text(
-                'SELECT version_num FROM alembic_version'))]
-        return ddl, versions
-    finally:
-        engine.dispose()
-
-
-def _apply_schema(url: str, ddl: Sequence[str],
-                  versions: Sequence[str]) -> None:
-    engine = sa.create_engine(url, poolclass=sa.pool.NullPool,
-                              isolation_level='AUTOCOMMIT')
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text('SET FOREIGN_KEY_CHECKS = 0'))
-            for statement in ddl:
-                conn.exec_driver_sql(statement)
-            for version in versions:
-                conn.execute(sa.text(
-                    'INSERT INTO alembic_version (version_num) VALUES (:v)'),
-                    {'v': version})
-    finally:
-        engine.dispose()
-
-
 def create_nova_database(server: MariaDBServer, name: str,
                          kind: str = 'main') -> str:
-    """Create database *name* with nova's *kind* (main/api) schema."""
+    """Create database *name* with nova's *kind* (main/api) schema.
+
+    The schema is migrated once per server and process, then copied
+    (:func:`nova_cellsched.demo.seed.apply_schema`).
+    """
     url = seed.create_database(server.url(), name)
-    with _SCHEMAS_LOCK:
-        schema = _SCHEMAS.get(kind)
-        if schema is None:
-            seed.apply_schema(url, kind)
-            _SCHEMAS[kind] = _capture_schema(url)
-            return url
-    _apply_schema(url, *schema)
+    seed.apply_schema(url, kind)
     return url
 
 

@@ -44,6 +44,7 @@ import subprocess
 import sys
 import time
 
+import fixtures
 import openstack
 import testtools.content
 
@@ -66,11 +67,16 @@ BOUND = CELL_TIMEOUT + 1.0
 MARGIN = 5.0
 #: The issue's bound on a reload or a shutdown during a freeze.
 STOP_BOUND = 10.0
+#: nova's CELL_TIMEOUT (60 s) in the uwsgi whose workers start while a
+#: cell is frozen (:mod:`tests.functional.short_cell_timeout_wsgi`, which
+#: reads it from this environment variable): the start-up check waits
+#: that long for the frozen cell, as nova's own check waits its 60 s.
+STARTUP_CELL_TIMEOUT = 10.0
+STARTUP_CELL_TIMEOUT_ENV = 'NOVA_CELLSCHED_TEST_CELL_TIMEOUT'
 #: Seconds from a reload until the new workers serve, a cell frozen: the
-#: start-up check's wait (nova's CELL_TIMEOUT, 60 s, as nova's own check
-#: waits: a cell answering within it counts) plus loading nova-api, with
-#: room for a loaded machine.
-START_BOUND = 100.0
+#: start-up check's wait plus loading nova-api, with room for a loaded
+#: machine.
+START_BOUND = STARTUP_CELL_TIMEOUT + 90.0
 #: The start-up check's warning for a cell that did not answer.
 STARTUP_DOWN = ('Cell cell3(%s) did not answer the start-up check of '
                 'nova-compute service versions')
@@ -340,16 +346,21 @@ class UwsgiNovaApiTest(UwsgiWorld):
         within 10 s. The new workers start while cell3 is still frozen:
         nova-cellsched's entry point
         (``nova_cellsched.wsgi.osapi_compute``) gives each cell nova's
-        60 s in nova's start-up check (as nova's own does, so that a late
-        cell still counts), logs that cell3 did not answer, and the
-        workers serve lists within the bound with the healthy cells'
-        servers. With a
+        ``CELL_TIMEOUT`` in nova's start-up check (as nova's own does, so
+        that a late cell still counts; 60 s in nova, here
+        :data:`STARTUP_CELL_TIMEOUT` through
+        :mod:`tests.functional.short_cell_timeout_wsgi`), logs that cell3
+        did not answer, and the workers serve lists within the bound with
+        the healthy cells' servers. With a
         list in flight, SIGTERM then ends uwsgi and its workers within
         10 s: no thread of the start-up check or of a listing is left on
         the frozen cell to wait for.
         """
-        api = self.start_api(with_filter=True)
-        self.assertEqual(uwsgi_api.BOUNDED_MODULE, api.module)
+        self.useFixture(fixtures.EnvironmentVariable(
+            STARTUP_CELL_TIMEOUT_ENV, str(STARTUP_CELL_TIMEOUT)))
+        api = self.start_api(
+            with_filter=True,
+            module='tests.functional.short_cell_timeout_wsgi:application')
         bound = self.healthy_slowest(api) + BOUND + MARGIN
         old_workers = set(api.worker_pids())
         self.assertEqual(2, len(old_workers))
@@ -367,7 +378,7 @@ class UwsgiNovaApiTest(UwsgiWorld):
                                      'old workers still run: %s'
                                      % api.log_tail())
                 time.sleep(0.05)
-        # The check waits nova's 60 s for cell3, as nova's own does.
+        # The check waits nova's CELL_TIMEOUT for cell3, as nova's own does.
         try:
             api.wait_ready(4, START_BOUND)
         except uwsgi_api.UwsgiError:
