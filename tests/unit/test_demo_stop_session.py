@@ -13,8 +13,8 @@
 """demo.api.stop_session: nothing of a stopped session is left.
 
 The uwsgi harness of the demo and tests, test_uwsgi_guide and
-bench_sync.py's placement stop their uwsgi with it. A real session here: a shell that ignores
-SIGTERM, with a child that ignores it too.
+bench_sync.py's placement stop their uwsgi with it. A real session
+here: a shell that ignores SIGTERM, with a child that ignores it too.
 """
 
 import os
