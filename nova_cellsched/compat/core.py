@@ -51,7 +51,7 @@ from nova_cellsched.compat import parts as parts_mod
 LOG = logging.getLogger(__name__)
 
 #: Held while anything is installed or restored; re-entrant, so a check
-#: run during an install may install a part for a while (the self-test).
+#: run during an install may install a part for a while.
 LOCK = threading.RLock()
 
 HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
@@ -491,8 +491,8 @@ def _release_unneeded() -> list[str]:
 def temporarily(name: str) -> Iterator[None]:
     """Part *name* on inside the block, unchecked; as it was after.
 
-    For the lister's self-test, which pages through the keyset part
-    before anything is installed.
+    For the lister's self-test (``nova-cellsched check --selftest``),
+    which pages through the keyset part without installing the lister.
     """
     with LOCK:
         if name in _ON:

@@ -134,8 +134,6 @@ class Part:
     :ivar checks: ``module:function`` answering a list of problems
         beyond the sources (a signature, the thread model); run by
         every check.
-    :ivar install_checks: the same, run only when installing (the
-        lister's self-test), with the required parts on.
     :ivar on_install: ``module:function`` called with no arguments each
         time the part turns on, after its targets are in (a failure
         takes them out again and keeps the part off). Changes nothing
@@ -150,7 +148,6 @@ class Part:
     sources: tuple[Source, ...]
     requires: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
-    install_checks: tuple[str, ...] = ()
     on_install: tuple[str, ...] = ()
 
 
@@ -193,7 +190,7 @@ PARTS: tuple[Part, ...] = (
             # two attributes of the legacy Query that have no public
             # reader; these are their only writers (nova's tag filters
             # join, its eager loads are options). The self-test's
-            # tags-any case runs it.
+            # tags-any case (check --selftest) runs it.
             Source('sqlalchemy.orm.query', 'Query.join',
                    'appends each join() to Query._setup_joins '
                    '(keyset.one_row_per_instance reads it)'),
@@ -218,7 +215,6 @@ PARTS: tuple[Part, ...] = (
                  'nova_cellsched.api.instance_list:scatter_gather_cells'),
         ),
         requires=('guard', 'keyset'),
-        install_checks=('nova_cellsched.compat.checks:lister_self_test',),
         sources=(
             Source('nova.compute.instance_list',
                    'get_instance_objects_sorted',
