@@ -287,9 +287,20 @@ def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
 
 
 def adapter(name: str) -> types.ModuleType | None:
-    """The per-release adapter part *name* uses (on or not)."""
+    """The per-release adapter part *name* uses (on or not).
+
+    While the part is on, the one it was installed with; otherwise the
+    one :func:`source_problems` chooses, which reads and hashes the
+    part's sources unless every tested release has the same adapter.
+    None only without any tested release.
+    """
+    adapters = {release.adapter for release in tested()}
     if name in _ON:
         chosen = _ON[name].adapter
+    elif len(adapters) == 1:
+        # The only one there is, whatever the sources: no need to read
+        # them (the replacements ask for it outside an install too).
+        (chosen,) = adapters
     else:
         chosen = source_problems(parts_mod.BY_NAME[name])[1]
     if chosen is None:

@@ -225,12 +225,14 @@ PARTS: tuple[Part, ...] = (
             Source('nova.compute.instance_list', 'InstanceSortContext',
                    'the default order and uuid appended (sort_order)'),
             Source('nova.compute.instance_list', 'InstanceLister',
-                   'its marker lookup, which ours repeats'),
+                   'its marker lookup and batch read, which ours repeats '
+                   '(nova34.marker_row, batch)'),
             Source('nova.compute.multi_cell_list', 'RecordSortContext',
                    'keeps the sort keys and directions as given'),
             Source('nova.compute.multi_cell_list', 'CrossCellLister',
-                   'down cells and their error, which ours repeats; the '
-                   'cells_* properties its callers read'),
+                   'down cells and their error, which ours repeats '
+                   '(nova34.not_responding); the cells_* properties its '
+                   'callers read'),
             Source('nova.compute.api', 'API.get_all',
                    'calls get_instance_objects_sorted through the module '
                    'attribute'),
