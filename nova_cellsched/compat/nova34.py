@@ -25,7 +25,9 @@ Only code that follows one nova release goes here:
   :func:`nova_cellsched.api.instance_list.nova_side`;
 - the copies of nova's functions the view lookups replace
   (:func:`list_view`, :func:`fill_faults`);
-- the end of nova-api's start-up check (:func:`raise_if_too_old`).
+- the end of nova-api's start-up check (:func:`raise_if_too_old`);
+- the request filter's entry in nova's list (:func:`require_cell_aggregates`,
+  part ``request_filter``).
 
 :mod:`.core` picks the adapter per part: the newest tested release
 whose sources the part's all equal (``sources_nova34`` for this one);
@@ -38,6 +40,8 @@ what changed.
 from collections.abc import Callable, Sequence
 import copy
 from typing import Any
+
+from nova.scheduler import request_filter as nova_request_filter
 
 from nova_cellsched.api import view
 from nova_cellsched.compat import core
@@ -283,3 +287,26 @@ def raise_if_too_old(current: int) -> None:
             min_service_level=current,
             oldest_supported_service=oldest_supported)
 
+
+# The request filter (part ``request_filter``) -----------------------------
+
+_RequestFilter = Callable[[Any, Any], bool]
+#: nova 34's decorator of its request filters.
+_traced: Callable[[_RequestFilter], _RequestFilter] = (
+    nova_request_filter.trace_request_filter)
+
+
+@_traced
+def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
+    """The pre-filter as an entry of nova 34's ``ALL_REQUEST_FILTERS``.
+
+    nova 34 calls each entry with (context, RequestSpec) before it asks
+    placement, and its ``trace_request_filter`` times and logs it as it
+    does nova's own (under this name). The filter is
+    :func:`nova_cellsched.scheduler.request_filter.require_cell_aggregates`.
+
+    :returns: True when the filter added something.
+    """
+    from nova_cellsched.scheduler import request_filter
+
+    return request_filter.require_cell_aggregates(ctxt, request_spec)

@@ -252,7 +252,7 @@ class TestAdapterHooks(_Base):
     A second tested release (34.0.9, every source as 34.0.0's) whose
     adapter is nova34's but for one function: being the newest release
     the sources equal, its adapter is the one chosen, and the lister's
-    calls on nova are its.
+    calls on nova and the request filter's entry are its.
     """
 
     def _release_with(self, **changed):
@@ -306,3 +306,21 @@ class TestAdapterHooks(_Base):
         error = self.assertRaises(RuntimeError, instance_list.check_down,
                                   cells, False)
         self.assertEqual('cell cell-1: down, as nova 34.0.9 says', str(error))
+
+    def test_the_request_filter_entry_is_the_chosen_adapters(self):
+        from nova.scheduler import request_filter as nova_rf
+
+        from nova_cellsched.scheduler import request_filter
+
+        def require_cell_aggregates(ctxt, request_spec):
+            return False
+
+        require_cell_aggregates.__module__ = 'nova_cellsched.compat.nova_test'
+        self._release_with(require_cell_aggregates=require_cell_aggregates)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
+            list(nova_rf.ALL_REQUEST_FILTERS)))
+        self.assertTrue(request_filter.register())
+        self.assertIs(require_cell_aggregates, request_filter.entry())
+        self.assertEqual(1, nova_rf.ALL_REQUEST_FILTERS.count(
+            require_cell_aggregates))
