@@ -283,6 +283,8 @@ class TestAdapterHooks(_Base):
 
         module = self._release_with(cells_to_list=cells_to_list)
         self.assertIs(module, instance_list.nova_side())
+        # nova's module calls ours for the rows, as in nova-api.
+        self.assertTrue(cellsched_api.install())
         ctx = nova_context.get_admin_context()
         found, down = instance_list.get_instance_objects_sorted(
             ctx, {}, None, None, [], None, None)
