@@ -18,7 +18,9 @@ names in ``nova.compute.instance_list`` (see :mod:`.patch`), and answer
 with nova's own pieces: the cells come from ``nova.context`` (so nova's
 cell cache, engines and test fixtures apply), every batch is nova's
 ``instance_get_all_by_filters_sort`` (its filters and project scope),
-and the objects are built by nova's ``_make_instance_list``.
+and the objects are built by nova's ``_make_instance_list``. How the
+running nova release's lister makes those calls is its adapter's
+(:func:`nova_side`, :mod:`nova_cellsched.compat.nova34`).
 What differs is how the cells are asked and how rows are read:
 
 * every cell's batch runs to completion in a worker, all cells in
@@ -52,7 +54,6 @@ down-cell policy), :func:`report_timings` (the request's timings) and
 
 import concurrent.futures
 import contextlib
-import copy
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -62,11 +63,7 @@ import futurist
 from nova.compute import instance_list as nova_instance_list
 import nova.conf
 from nova import context as nova_context
-from nova.db.main import api as db
 from nova import exception as nova_exception
-from nova.i18n import _
-from nova import objects
-from nova.objects import instance as instance_obj
 from nova import utils as nova_utils
 from oslo_log import log as logging
 
@@ -75,6 +72,7 @@ from nova_cellsched.api import keyset
 from nova_cellsched.api import request_state
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
+from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
@@ -124,6 +122,23 @@ SERVED = counters.Counts(('cellsched', 'nova'))
 
 _EXECUTOR: concurrent.futures.Executor | None = None
 _EXECUTOR_LOCK = threading.Lock()
+
+
+def nova_side() -> Any:
+    """nova's side of the listing: the ``lister`` part's release adapter.
+
+    :mod:`nova_cellsched.compat.nova34` for nova 34: the cells a listing
+    asks, the marker's row, one cell's batch, a down cell's error, the
+    objects built from the rows, as that nova release's lister does them.
+
+    :raises LookupError: no tested release (no ``sources_nova*.py``).
+    """
+    found = compat.adapter('lister')
+    if found is None:
+        raise LookupError('nova-cellsched has no tested nova release '
+                          '(nova_cellsched/compat/sources_nova*.py): '
+                          'reinstall it')
+    return found
 
 
 def request_threads() -> int | None:
@@ -347,10 +362,12 @@ class _Listing(cross_cell.CrossCellLister):
     """nova-api's cross-cell listing: the hooks on nova's DB API.
 
     Cells are reached through ``nova.context.target_cell`` and batches
-    read by nova's ``instance_get_all_by_filters_sort`` (paged by
-    :mod:`.keyset`), in this process's workers (:func:`_executor`),
-    guarded (:class:`_GuardedCalls`). What it found about the cells is
-    :attr:`lister` (nova's ``CrossCellLister`` properties).
+    read as the release's lister reads them (:attr:`nova`, from
+    :func:`nova_side`: nova's ``instance_get_all_by_filters_sort``,
+    paged by :mod:`.keyset`), in this process's workers
+    (:func:`_executor`), guarded (:class:`_GuardedCalls`). What it found
+    about the cells is :attr:`lister` (nova's ``CrossCellLister``
+    properties).
     """
 
     def __init__(self, ctx: Any, filters: Any, columns_to_join: Any,
@@ -369,6 +386,8 @@ class _Listing(cross_cell.CrossCellLister):
         self.cctxts: dict[str, Any] = {}
         #: Rows as dicts (:mod:`.rows`) where it knows every join.
         self.plain_rows = rows_mod.supports(columns_to_join)
+        #: nova's side of the hooks (:func:`nova_side`).
+        self.nova = nova_side()
 
     @property
     def ctx(self) -> Any:
@@ -411,18 +430,15 @@ class _Listing(cross_cell.CrossCellLister):
         reads it in the request's thread, without a bound).
         """
         cell = cell_mapping
-        elevated = self.ctx.elevated(read_deleted='yes')
+        elevated = self.nova.marker_context(self.ctx)
         with nova_context.target_cell(elevated, cell) as cctxt:
             outcome = self.in_cells(
-                {cell.uuid: (self._marker_row, (cctxt, marker))},
+                {cell.uuid: (self.nova.marker_row, (cctxt, marker))},
                 {cell.uuid: gather.Budget(self.cell_timeout)})[cell.uuid]
         if outcome.status == gather.TIMED_OUT:
-            raise nova_exception.NovaException(
-                _('Cell %s is not responding but configuration '
-                  'indicates that we should fail.') % cell.uuid)
-        if isinstance(outcome.error, nova_exception.InstanceNotFound):
-            raise nova_exception.MarkerNotFound(marker=marker)
+            raise self.nova.not_responding(cell.uuid)
         if outcome.error is not None:
+            # nova's MarkerNotFound for a marker not in its cell.
             raise outcome.error
         return self.spec.values_of(outcome.result)
 
@@ -456,10 +472,6 @@ class _Listing(cross_cell.CrossCellLister):
                                                            error=exc))
         return cctxts
 
-    def _marker_row(self, cctxt: Any, marker: str) -> Any:
-        # No joins: only the sort keys are read, none of them joined.
-        return db.instance_get_by_uuid(cctxt, marker, columns_to_join=[])
-
     def round(self, calls: dict[str, tuple[Any, Sequence[Any] | None,
                                            int | None]]
               ) -> dict[str, gather.Outcome[rounds.Batch]]:
@@ -481,12 +493,10 @@ class _Listing(cross_cell.CrossCellLister):
         loader = (rows_mod.Loader(cctxt, self.columns_to_join)
                   if self.plain_rows else None)
         with keyset.paging(after, loader, self.spec.nulls_high):
-            found = list(db.instance_get_all_by_filters_sort(
-                cctxt, self.filters, limit=limit, marker=None,
-                columns_to_join=(
-                    [] if loader else self.columns_to_join),
-                sort_keys=list(self.spec.keys),
-                sort_dirs=list(self.spec.dirs)))
+            found = list(self.nova.batch(
+                cctxt, self.filters, limit,
+                [] if loader else self.columns_to_join,
+                list(self.spec.keys), list(self.spec.dirs)))
         rows = loader.finish(found) if loader else found
         return rounds.Batch(rows, len(rows))
 
@@ -569,9 +579,7 @@ def check_down(cells_lister: CellsLister, cell_down_support: bool) -> None:
         return
     if (not CONF.api.list_records_by_skipping_down_cells and
             not cell_down_support):
-        raise nova_exception.NovaException(
-            _('Cell %s is not responding but configuration '
-              'indicates that we should fail.') % down[0])
+        raise nova_side().not_responding(down[0])
     for uuid in down:
         LOG.warning('Cell %(cell)s is not responding and hence is '
                     'being omitted from the results: %(why)s',
@@ -624,8 +632,7 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
         return delegated
     SERVED.count('cellsched')
     if cell_mappings is None:
-        nova_context.load_cells()
-        cell_mappings = nova_context.CELLS
+        cell_mappings = nova_side().all_cells()
     spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
         sorting.nulls_high_for(
             instance_query.backend_of(cm.database_connection)
@@ -659,14 +666,10 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
                 ctx, filters, limit, marker, expected_attrs, sort_keys,
                 sort_dirs, cell_down_support=cell_down_support))
         return answer
-    if CONF.api.instance_list_per_project_cells and not ctx.is_admin:
-        cell_mappings = objects.CellMappingList.get_by_project_id(
-            ctx, ctx.project_id)
-    else:
-        nova_context.load_cells()
-        cell_mappings = nova_context.CELLS
+    nova = nova_side()
+    cell_mappings = nova.cells_to_list(ctx)
     batch_size = lister.first_batch_size(limit, len(cell_mappings))
-    columns_to_join = instance_obj._expected_cols(expected_attrs)
+    columns_to_join = nova.columns_to_join(expected_attrs)
     # Through nova's module, as nova calls it (it is ours once installed).
     cells_lister, rows = nova_instance_list.get_instances_sorted(
         ctx, filters, limit, marker, columns_to_join, sort_keys, sort_dirs,
@@ -675,14 +678,8 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     # The listing runs here (errors such as MarkerNotFound are raised
     # here, as in nova), timed apart from building the objects.
     db_rows = list(rows)
-    if 'fault' in expected_attrs:
-        # The fault was joined above: _make_instance_list must not read
-        # it again.
-        expected_attrs = copy.copy(expected_attrs)
-        expected_attrs.remove('fault')
     with server_timing.phase('objects'):
-        instance_list = instance_obj._make_instance_list(
-            ctx, objects.InstanceList(), db_rows, expected_attrs)
+        instance_list = nova.instance_objects(ctx, db_rows, expected_attrs)
     timings = server_timing.current()
     if timings is not None:
         timings.served = True

@@ -140,8 +140,8 @@ def one_row_per_instance(query: Any) -> Any:
     writers, ``Query.join`` and ``Query.options``, are in
     the ``keyset`` part's sources (:mod:`nova_cellsched.compat.parts`:
     a SQLAlchemy whose source differs is refused at install), the
-    start-up self-test (:mod:`.selftest`) lists with ``tags-any`` both
-    ways, and
+    self-test (:mod:`.selftest`, ``nova-cellsched check --selftest``)
+    lists with ``tags-any`` both ways, and
     ``tests/functional/test_api_rows.py`` fails if either changes.
     """
     if not query._setup_joins:

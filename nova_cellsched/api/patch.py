@@ -24,13 +24,20 @@ with. What is swapped, and what is relied on, is declared once in
 the parts it requires) fits the running nova: each relied-on source
 equal to one tested version of it, oslo.db's ``paginate_query`` the
 one :mod:`.keyset` stands in for, per-thread state per green thread
-under eventlet. :func:`install` then runs the self-test
-(:mod:`.selftest`: both listers on a private in-memory database,
-compared object by object) and installs only if all of it passes; on
+under eventlet. :func:`install` installs only if all of it passes; on
 any difference it raises :class:`IncompatibleNova`, which names each
 one, and changes nothing. The view lookups and the response validation
 are then installed each on its own: a part whose nova code changed
 stays off alone, with one WARNING.
+
+:func:`install` runs in every nova-api worker before it serves, so it
+changes nothing of the process but the parts' declared targets
+(:data:`nova_cellsched.compat.parts.PARTS`): the per-release source
+sets are the guard there. The self-test (:mod:`.selftest`: both listers
+on private in-memory databases, compared object by object), which
+changes process-wide state while it runs, is not run here: operators
+run it with ``nova-cellsched check --selftest``, in a process of its
+own, and the tests run it.
 """
 
 import threading
@@ -61,9 +68,10 @@ class IncompatibleNova(Exception):
 def check() -> None:
     """Raise :class:`IncompatibleNova` unless the lister fits this nova.
 
-    The static part (relied-on sources, oslo.db's ``paginate_query``,
-    the thread model); :func:`install` also runs the self-test. The
-    other parts' fit: :func:`nova_cellsched.compat.check`.
+    The relied-on sources, oslo.db's ``paginate_query``, the thread
+    model: what :func:`install` checks (the self-test is
+    ``nova-cellsched check --selftest``'s). The other parts' fit:
+    :func:`nova_cellsched.compat.check`.
     """
     problems = compat.check(['lister'])['lister']
     if problems:
@@ -79,7 +87,9 @@ def install() -> bool:
 
     Then the view lookups and the response validation, each only if it
     fits (one WARNING for a part that stays off). Idempotent and
-    thread-safe.
+    thread-safe. Changes nothing of the process but the declared
+    targets of the parts it turns on (no self-test: see the module's
+    docstring).
 
     :raises IncompatibleNova: nothing was changed.
     """
@@ -87,24 +97,17 @@ def install() -> bool:
         if compat.is_on('lister'):
             return False
         check()
-        from nova_cellsched.api import instance_list
-        from nova_cellsched.api import selftest
-
-        problems, seconds = selftest.run(
-            instance_list.REPLACEMENTS['get_instances_sorted'])
-        if problems:
-            # The self-test's listings started the worker pool; nothing
-            # else uses it while the lister is not installed.
-            instance_list.shutdown()
-            raise IncompatibleNova(problems)
         found = compat.install(compat.API_PARTS)
         if found['lister']:
+            from nova_cellsched.api import instance_list
+
+            # A pool started for the lister (the start-up check's) has
+            # nothing to serve.
             instance_list.shutdown()
             raise IncompatibleNova(found['lister'])
         LOG.info('%s', installed_message(
             _lister_on(), hashing.nova_version(), _matched(),
-            [name for name, problems in found.items() if not problems],
-            seconds))
+            [name for name, problems in found.items() if not problems]))
         return True
 
 
@@ -118,8 +121,8 @@ def _matched() -> tuple[int, list[str]]:
 
 
 def installed_message(lister_on: bool, nova_version: str,
-                      matched: tuple[int, list[str]], parts: list[str],
-                      seconds: float) -> str:
+                      matched: tuple[int, list[str]], parts: list[str]
+                      ) -> str:
     """The INFO line of an install: what serves nova-api's lists now.
 
     :param lister_on: ``[cellsched] api_lister``.
@@ -139,11 +142,11 @@ def installed_message(lister_on: bool, nova_version: str,
                   'nova-cellsched serve them')
     sources, releases = matched
     return ('nova-cellsched %s (nova %s: %d relied-on sources checked, as '
-            'tested with nova %s; parts on: %s; self-test passed in '
-            '%.3f s; nova.compute.instance_list replaced; %s)'
+            'tested with nova %s; parts on: %s; '
+            'nova.compute.instance_list replaced; %s)'
             % (what, nova_version, sources,
                ' or '.join(releases) or 'no single release', ', '.join(
-                   parts), seconds, switch))
+                   parts), switch))
 
 
 def _lister_on() -> bool:

@@ -10,7 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Before installing: both listers on a private throw-away database.
+"""On demand: both listers on a private throw-away database.
+
+Run by ``nova-cellsched check --selftest`` (in the command's own
+process) and by the tests; never by nova-api, whose filter relies on
+the relied-on sources' tested versions (:mod:`nova_cellsched.compat`)
+alone: while it runs the self-test changes process-wide state (below),
+which a serving process must not.
 
 :func:`run` builds three in-memory SQLite databases from nova's models
 (``models.BASE.metadata.create_all``), writes a few servers into one of
@@ -30,17 +36,21 @@ two cells in batches of two rows, so that every page after the first is
 a keyset page. Both are built into objects by nova's
 ``_make_instance_list`` and must be equal, in order, field by field
 (and nova's own ``get_instances_sorted`` must agree too where it is
-right: an order without NULLs). Any difference or error is a problem;
-:mod:`.patch` then installs nothing.
+right: an order without NULLs). Any difference or error is a problem,
+which ``check --selftest`` prints (exit code 1).
 
 What it can reach: only its own databases. Its cells exist only in
 nova's ``CELL_CACHE`` under random uuids, with their own engines
 (without ``[database]`` options, so no ``slave_connection``) and an
 in-memory URL; the untargeted context points at an empty in-memory
 database; for its markers ``InstanceMapping.get_by_instance_uuid``
-answers its own uuids and asks nova for any other, for the few
-milliseconds it runs. It runs in its own thread, and :func:`run` stops
-waiting after :data:`TIMEOUT` seconds.
+answers its own uuids and asks nova for any other while it runs. What
+it changes of the process while it runs, and gives back after: the
+garbage collector is off, nova's ``CELL_CACHE`` has its cells, that
+class attribute of ``InstanceMapping`` is its own, ``[cellsched]
+api_lister`` is overridden to true, the ``keyset`` part is on. It runs
+in its own thread, and :func:`run` stops waiting after :data:`TIMEOUT`
+seconds.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -532,9 +542,8 @@ def _nova_pools() -> list[Any]:
 def _stop_pools_started(before: list[Any]) -> None:
     """Stop the worker pools the self-test started, nova's and ours.
 
-    Nothing of it must outlive it: the API worker (or a uwsgi master
-    about to fork workers, which must not inherit pools whose threads do
-    not exist in them) starts its pools on first use, as without it.
+    Nothing of it must outlive it: the process that ran it (the
+    command's, a test's) starts its pools on first use, as without it.
     """
     from nova import thread_pool_factory
 
@@ -599,7 +608,7 @@ def run(replacement: Callable[..., Any] | None = None,
     """List both ways on private databases; (problems, seconds taken).
 
     :param replacement: the ``get_instances_sorted`` to test (default:
-        the one :mod:`.patch` installs).
+        the one the ``lister`` part puts into nova).
     :param timeout: seconds to wait; after that the self-test is a
         problem (its thread, on its private databases, is left to end).
 

@@ -135,16 +135,16 @@ class Check(CellschedCommandMixin, lister.Lister):
     nova-api serves without the filter, or a nova the filter refuses,
     makes the exit code 1; a missing or malformed file, 2.
 
-    With --selftest, runs in this process what the filter relies on in
-    nova-api: the static check of the installed nova (its release and
-    relied-on sources) and the self-test (both listers on private
-    in-memory databases, compared object by object, with nova.conf's
-    ``[database] connection`` scheme), as nova-api's filter does at
-    start, so that an operator can run them after an upgrade before
-    reloading nova-api. The self-test changes process-wide state while
-    it runs (a class attribute of nova's ``InstanceMapping``, an option
-    override, nova's cell cache): here in a process of its own. Any
-    difference makes the exit code 1.
+    With --selftest, runs in this process the static check of the
+    installed nova that nova-api's filter makes at start (its release
+    and relied-on sources) and then the self-test, which nova-api never
+    runs: both listers on private in-memory databases, compared object
+    by object, with nova.conf's ``[database] connection`` scheme, so
+    that an operator can run it after an upgrade before reloading
+    nova-api. The self-test changes process-wide state while it runs
+    (the garbage collector, a class attribute of nova's
+    ``InstanceMapping``, an option override, nova's cell cache): here
+    in a process of its own. Any difference makes the exit code 1.
     """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:

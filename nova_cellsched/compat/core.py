@@ -51,7 +51,7 @@ from nova_cellsched.compat import parts as parts_mod
 LOG = logging.getLogger(__name__)
 
 #: Held while anything is installed or restored; re-entrant, so a check
-#: run during an install may install a part for a while (the self-test).
+#: run during an install may install a part for a while.
 LOCK = threading.RLock()
 
 HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
@@ -287,9 +287,20 @@ def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
 
 
 def adapter(name: str) -> types.ModuleType | None:
-    """The per-release adapter part *name* uses (on or not)."""
+    """The per-release adapter part *name* uses (on or not).
+
+    While the part is on, the one it was installed with; otherwise the
+    one :func:`source_problems` chooses, which reads and hashes the
+    part's sources unless every tested release has the same adapter.
+    None only without any tested release.
+    """
+    adapters = {release.adapter for release in tested()}
     if name in _ON:
         chosen = _ON[name].adapter
+    elif len(adapters) == 1:
+        # The only one there is, whatever the sources: no need to read
+        # them (the replacements ask for it outside an install too).
+        (chosen,) = adapters
     else:
         chosen = source_problems(parts_mod.BY_NAME[name])[1]
     if chosen is None:
@@ -491,8 +502,8 @@ def _release_unneeded() -> list[str]:
 def temporarily(name: str) -> Iterator[None]:
     """Part *name* on inside the block, unchecked; as it was after.
 
-    For the lister's self-test, which pages through the keyset part
-    before anything is installed.
+    For the lister's self-test (``nova-cellsched check --selftest``),
+    which pages through the keyset part without installing the lister.
     """
     with LOCK:
         if name in _ON:

@@ -12,23 +12,146 @@
 
 """nova 34's adapter: what of nova-cellsched differs by nova release.
 
-Only code that follows one nova release goes here: the copies of
-nova's functions the view lookups replace (:func:`list_view`,
-:func:`fill_faults`) and the end of nova-api's start-up check
-(:func:`raise_if_too_old`). :mod:`.core` picks the adapter per part:
-the newest tested release whose sources the part's all equal
-(``sources_nova34`` for this one). For another release, copy this file
-to ``nova<N>.py`` and change what that release's nova does otherwise:
-``diff nova<N>.py nova34.py`` is then what changed.
+Only code that follows one nova release goes here:
+
+- the lister's calls on nova (part ``lister``): the cells a listing
+  asks (:func:`cells_to_list`, :func:`all_cells`), the marker's row
+  (:func:`marker_context`, :func:`marker_row`), one cell's batch
+  (:func:`batch`), the error of a down cell (:func:`not_responding`)
+  and the objects built from the rows (:func:`columns_to_join`,
+  :func:`instance_objects`): what nova 34's ``InstanceLister`` and
+  ``get_instance_objects_sorted`` do there, which
+  :mod:`nova_cellsched.api.instance_list` calls through
+  :func:`nova_cellsched.api.instance_list.nova_side`;
+- the copies of nova's functions the view lookups replace
+  (:func:`list_view`, :func:`fill_faults`);
+- the end of nova-api's start-up check (:func:`raise_if_too_old`);
+- the request filter's entry in nova's list (:func:`require_cell_aggregates`,
+  part ``request_filter``).
+
+:mod:`.core` picks the adapter per part: the newest tested release
+whose sources the part's all equal (``sources_nova34`` for this one);
+callers outside a part's targets ask :func:`.core.adapter`. For
+another release, copy this file to ``nova<N>.py`` and change what that
+release's nova does otherwise: ``diff nova<N>.py nova34.py`` is then
+what changed.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+import copy
 from typing import Any
+
+from nova.scheduler import request_filter as nova_request_filter
 
 from nova_cellsched.api import view
 from nova_cellsched.compat import core
 
 _VIEW_BUILDER = 'nova.api.openstack.compute.views.servers:ViewBuilder'
+
+
+# The lister's calls on nova (part ``lister``) ------------------------------
+
+def all_cells() -> Sequence[Any]:
+    """Every cell, as nova 34's lister lists them when given none.
+
+    nova's ``CELLS``, read from the API database once per process.
+    """
+    from nova import context as nova_context
+
+    nova_context.load_cells()
+    cells: Sequence[Any] = nova_context.CELLS
+    return cells
+
+
+def cells_to_list(ctx: Any) -> Sequence[Any]:
+    """The cells nova 34's ``get_instance_objects_sorted`` asks.
+
+    With ``[api] instance_list_per_project_cells``, a non-admin's own
+    project's cells only (nova reads them from the API database per
+    request); otherwise :func:`all_cells`.
+    """
+    import nova.conf
+    from nova import objects
+
+    if nova.conf.CONF.api.instance_list_per_project_cells and not (
+            ctx.is_admin):
+        cells: Sequence[Any] = objects.CellMappingList.get_by_project_id(
+            ctx, ctx.project_id)
+        return cells
+    return all_cells()
+
+
+def marker_context(ctx: Any) -> Any:
+    """The context nova 34 reads the marker with: deleted servers too."""
+    return ctx.elevated(read_deleted='yes')
+
+
+def marker_row(cctxt: Any, marker: str) -> Any:
+    """The marker's row, as nova 34's ``get_marker_record`` reads it.
+
+    :param cctxt: :func:`marker_context`'s, targeted at the marker's
+        cell. No joins: only the sort keys are read, none joined.
+    :raises nova.exception.MarkerNotFound: no such server in that cell.
+    """
+    from nova.db.main import api as db
+    from nova import exception as nova_exception
+
+    try:
+        return db.instance_get_by_uuid(cctxt, marker, columns_to_join=[])
+    except nova_exception.InstanceNotFound:
+        raise nova_exception.MarkerNotFound(marker=marker)
+
+
+def batch(cctxt: Any, filters: Any, limit: int | None,
+          columns_to_join: Any, sort_keys: list[str],
+          sort_dirs: list[str]) -> Any:
+    """One cell's rows, as nova 34's ``InstanceLister.get_by_filters``.
+
+    Without nova's marker: the rows after the previous batch are asked
+    for by their sort values (:mod:`nova_cellsched.api.keyset` pages
+    the query nova builds here).
+    """
+    from nova.db.main import api as db
+
+    return db.instance_get_all_by_filters_sort(
+        cctxt, filters, limit=limit, marker=None,
+        columns_to_join=columns_to_join, sort_keys=sort_keys,
+        sort_dirs=sort_dirs)
+
+
+def not_responding(cell_uuid: str) -> Exception:
+    """nova 34's error for a listing that must fail on a down cell."""
+    from nova import exception as nova_exception
+    from nova.i18n import _
+
+    error: Exception = nova_exception.NovaException(
+        _('Cell %s is not responding but configuration '
+          'indicates that we should fail.') % cell_uuid)
+    return error
+
+
+def columns_to_join(expected_attrs: Any) -> Any:
+    """The joins nova 34 lists with for these attributes of the objects."""
+    from nova.objects import instance as instance_obj
+
+    return instance_obj._expected_cols(expected_attrs)
+
+
+def instance_objects(ctx: Any, db_rows: Sequence[Any],
+                     expected_attrs: Any) -> Any:
+    """The InstanceList of *db_rows*, as nova 34's lister builds it.
+
+    The fault was joined with the rows (:func:`columns_to_join`), so
+    ``_make_instance_list`` is not asked to read it again.
+    """
+    from nova import objects
+    from nova.objects import instance as instance_obj
+
+    if 'fault' in expected_attrs:
+        expected_attrs = copy.copy(expected_attrs)
+        expected_attrs.remove('fault')
+    return instance_obj._make_instance_list(
+        ctx, objects.InstanceList(), db_rows, expected_attrs)
 
 
 # The view lookups (part ``view``) ------------------------------------------
@@ -163,3 +286,27 @@ def raise_if_too_old(current: int) -> None:
             scope='system',
             min_service_level=current,
             oldest_supported_service=oldest_supported)
+
+
+# The request filter (part ``request_filter``) -----------------------------
+
+_RequestFilter = Callable[[Any, Any], bool]
+#: nova 34's decorator of its request filters.
+_traced: Callable[[_RequestFilter], _RequestFilter] = (
+    nova_request_filter.trace_request_filter)
+
+
+@_traced
+def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
+    """The pre-filter as an entry of nova 34's ``ALL_REQUEST_FILTERS``.
+
+    nova 34 calls each entry with (context, RequestSpec) before it asks
+    placement, and its ``trace_request_filter`` times and logs it as it
+    does nova's own (under this name). The filter is
+    :func:`nova_cellsched.scheduler.request_filter.require_cell_aggregates`.
+
+    :returns: True when the filter added something.
+    """
+    from nova_cellsched.scheduler import request_filter
+
+    return request_filter.require_cell_aggregates(ctxt, request_spec)

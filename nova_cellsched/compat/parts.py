@@ -134,8 +134,6 @@ class Part:
     :ivar checks: ``module:function`` answering a list of problems
         beyond the sources (a signature, the thread model); run by
         every check.
-    :ivar install_checks: the same, run only when installing (the
-        lister's self-test), with the required parts on.
     :ivar on_install: ``module:function`` called with no arguments each
         time the part turns on, after its targets are in (a failure
         takes them out again and keeps the part off). Changes nothing
@@ -150,7 +148,6 @@ class Part:
     sources: tuple[Source, ...]
     requires: tuple[str, ...] = ()
     checks: tuple[str, ...] = ()
-    install_checks: tuple[str, ...] = ()
     on_install: tuple[str, ...] = ()
 
 
@@ -193,7 +190,7 @@ PARTS: tuple[Part, ...] = (
             # two attributes of the legacy Query that have no public
             # reader; these are their only writers (nova's tag filters
             # join, its eager loads are options). The self-test's
-            # tags-any case runs it.
+            # tags-any case (check --selftest) runs it.
             Source('sqlalchemy.orm.query', 'Query.join',
                    'appends each join() to Query._setup_joins '
                    '(keyset.one_row_per_instance reads it)'),
@@ -218,7 +215,6 @@ PARTS: tuple[Part, ...] = (
                  'nova_cellsched.api.instance_list:scatter_gather_cells'),
         ),
         requires=('guard', 'keyset'),
-        install_checks=('nova_cellsched.compat.checks:lister_self_test',),
         sources=(
             Source('nova.compute.instance_list',
                    'get_instance_objects_sorted',
@@ -229,12 +225,14 @@ PARTS: tuple[Part, ...] = (
             Source('nova.compute.instance_list', 'InstanceSortContext',
                    'the default order and uuid appended (sort_order)'),
             Source('nova.compute.instance_list', 'InstanceLister',
-                   'its marker lookup, which ours repeats'),
+                   'its marker lookup and batch read, which ours repeats '
+                   '(nova34.marker_row, batch)'),
             Source('nova.compute.multi_cell_list', 'RecordSortContext',
                    'keeps the sort keys and directions as given'),
             Source('nova.compute.multi_cell_list', 'CrossCellLister',
-                   'down cells and their error, which ours repeats; the '
-                   'cells_* properties its callers read'),
+                   'down cells and their error, which ours repeats '
+                   '(nova34.not_responding); the cells_* properties its '
+                   'callers read'),
             Source('nova.compute.api', 'API.get_all',
                    'calls get_instance_objects_sorted through the module '
                    'attribute'),
@@ -492,15 +490,15 @@ PARTS: tuple[Part, ...] = (
         service='nova-scheduler',
         targets=(
             Append('nova.scheduler.request_filter', 'ALL_REQUEST_FILTERS',
-                   'nova_cellsched.scheduler.request_filter:'
-                   'require_cell_aggregates'),
+                   'adapter:require_cell_aggregates'),
         ),
         sources=(
             Source('nova.scheduler.request_filter', 'process_reqspec',
                    'calls every entry of ALL_REQUEST_FILTERS, in order, '
                    'before placement is asked'),
             Source('nova.scheduler.request_filter', 'trace_request_filter',
-                   'decorates ours: logs and times it as it does nova\'s'),
+                   'decorates ours (nova34.require_cell_aggregates): logs '
+                   'and times it as it does nova\'s'),
             Source('nova.objects.request_spec', 'Destination',
                    'require_aggregates, append_forbidden_aggregates, cell, '
                    'allow_cross_cell_move'),

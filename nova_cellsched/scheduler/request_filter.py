@@ -24,11 +24,16 @@ Nova reads request filters from
 ``nova.scheduler.request_filter.ALL_REQUEST_FILTERS`` and has no entry
 point for them: :func:`register` appends ours, once (the ``request_filter``
 part of :mod:`nova_cellsched.compat`, which also names the nova code it
-relies on);
-``ProjectCellFilter.__init__`` calls it when nova-scheduler builds the
-filter. Importing this module changes nothing in nova.
+relies on). The entry is the release adapter's (:func:`entry`,
+``nova_cellsched.compat.nova34.require_cell_aggregates``: the shape of
+an entry nova 34 calls, traced by nova's ``trace_request_filter``),
+and calls :func:`require_cell_aggregates` here.
+``ProjectCellFilter.__init__`` calls :func:`register` when
+nova-scheduler builds the filter. Importing this module changes nothing
+in nova.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import nova.conf
@@ -49,9 +54,11 @@ CONF = nova.conf.CONF
 conf.register_opts(CONF)
 
 
-@nova_request_filter.trace_request_filter
 def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     """Restrict placement to the cell aggregates the request may use.
+
+    What nova calls, in ``ALL_REQUEST_FILTERS``, is the release
+    adapter's entry (:func:`entry`), which calls this.
 
     The table of :func:`.decision.placement_scope`: the allowed cells'
     aggregates for a new server or a cross-cell resize (same decision as
@@ -197,19 +204,38 @@ def _host_states_of_one_cell(dest: Any, cell_uuid: str,
     return True
 
 
-def _same_filter(candidate: Any) -> bool:
-    return (getattr(candidate, '__module__', None) == __name__ and
-            getattr(candidate, '__name__', None) ==
-            require_cell_aggregates.__name__)
+def entry() -> Callable[[Any, Any], bool]:
+    """What :func:`register` puts into nova's ``ALL_REQUEST_FILTERS``.
+
+    The ``request_filter`` part's release adapter's
+    ``require_cell_aggregates`` (the one installed, while the part is
+    on), which calls :func:`require_cell_aggregates`.
+
+    :raises LookupError: no tested release (no ``sources_nova*.py``).
+    """
+    from nova_cellsched import compat
+
+    adapter = compat.adapter('request_filter')
+    if adapter is None:
+        raise LookupError('nova-cellsched has no tested nova release '
+                          '(nova_cellsched/compat/sources_nova*.py): '
+                          'reinstall it')
+    found: Callable[[Any, Any], bool] = adapter.require_cell_aggregates
+    return found
+
+
+def _same_filter(candidate: Any, ours: Any) -> bool:
+    return bool(getattr(candidate, '__module__', None) == ours.__module__ and
+                getattr(candidate, '__name__', None) == ours.__name__)
 
 
 def register() -> bool:
-    """Add :func:`require_cell_aggregates` to nova's request filters, once.
+    """Add the pre-filter (:func:`entry`) to nova's request filters, once.
 
     Through :mod:`nova_cellsched.compat` (part ``request_filter``): only
     where nova's scheduler is one it was tested with; otherwise one
     WARNING says why and nova schedules as without the pre-filter.
-    Idempotent: an entry left by an earlier import of this module (a
+    Idempotent: an entry left by an earlier import of the adapter (a
     reload) is replaced in place, not added again; a list nova was
     given since (a test's) gets it too. Adding it logs one INFO line
     saying whether the pre-filter is on and in which form
@@ -219,13 +245,14 @@ def register() -> bool:
     """
     from nova_cellsched import compat
 
+    ours = entry()
     filters = getattr(nova_request_filter, 'ALL_REQUEST_FILTERS', None)
     in_list = isinstance(filters, list) and any(
-        f is require_cell_aggregates for f in filters)
+        f is ours for f in filters)
     if compat.is_on('request_filter') and not in_list:
         compat.restore(['request_filter'])
     replacing = isinstance(filters, list) and any(
-        _same_filter(f) for f in filters)
+        _same_filter(f, ours) for f in filters)
     if compat.install(['request_filter'])['request_filter']:
         return False
     if not replacing:

@@ -19,7 +19,6 @@ from nova.tests.fixtures import conf as nova_conf_fixture
 import testtools.content
 
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import selftest
 from nova_cellsched.api import validation
 from nova_cellsched.demo import api as demo_api
 
@@ -29,24 +28,6 @@ FILTER = demo_api.FILTER
 APP = demo_api.APP
 #: nova's api-paste.ini with ``cellsched`` before the app, in a directory.
 paste_with_filter = demo_api.paste_with_filter
-
-
-_SELF_TEST_RUN = selftest.run
-_SELF_TEST_PASSED: list[float] = []
-
-
-def self_test_once(replacement=None, timeout=selftest.TIMEOUT):
-    """:func:`selftest.run`, once per test process once it has passed.
-
-    nova-api runs it once per worker; the suites install the filter once
-    per test (``tests/unit/api/test_patch.py`` tests the self-test).
-    """
-    if _SELF_TEST_PASSED:
-        return [], _SELF_TEST_PASSED[0]
-    problems, seconds = _SELF_TEST_RUN(replacement, timeout)
-    if not problems:
-        _SELF_TEST_PASSED.append(seconds)
-    return problems, seconds
 
 
 def _nova_lister_must_not_run(*args, **kwargs):
@@ -61,7 +42,7 @@ class CellschedInNovaApi(fixtures.Fixture):
     then points ``[wsgi] api_paste_config`` at the filtered file, and
     every OSAPIFixture loads the pipeline (and so the filter) from it.
     The filter is installed as soon as nova's ConfFixture has set nova's
-    test configuration (the self-test needs ``[database] connection``).
+    test configuration, as nova-api loads it after reading nova.conf.
 
     :param must_list: check at cleanup that the test made at least one
         listing through the replacement.
@@ -100,15 +81,13 @@ class CellschedInNovaApi(fixtures.Fixture):
         self._installed = False
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.conf.ConfFixture.setUp', conf_setup))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.selftest.run', self_test_once))
         self.addCleanup(cellsched_api.uninstall)
 
     def _install(self) -> None:
         """Install as the filter would, then fence nova's lister off.
 
         For tests that call nova.compute.instance_list directly (no API)
-        too. The fence comes after: the self-test lists with nova's.
+        too.
         """
         if self._installed:
             return

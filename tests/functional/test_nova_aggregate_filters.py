@@ -64,7 +64,7 @@ class _WithPrefilter:
             'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
             list(nova_request_filter.ALL_REQUEST_FILTERS)))
         self.assertTrue(request_filter.register())
-        self.assertIn(request_filter.require_cell_aggregates,
+        self.assertIn(request_filter.entry(),
                       nova_request_filter.ALL_REQUEST_FILTERS)
         # The member_of form: with cell1 the only cell, 'auto' would
         # forbid nothing and add nothing to the query.

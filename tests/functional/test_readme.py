@@ -292,10 +292,9 @@ class GuideTest(base.BaseTestCase):
         info = self._quoted_lines('admin/nova-api',
                                   'INFO nova_cellsched.api.patch [-] ')
         self.assertEqual(
-            [patch.installed_message(True, tested.version, matched, on,
-                                     0.742),
-             patch.installed_message(False, tested.version, matched, on,
-                                     0.742)], info)
+            [patch.installed_message(True, tested.version, matched, on),
+             patch.installed_message(False, tested.version, matched, on)],
+            info)
         (error,) = self._quoted_lines('admin/nova-api',
                                       'ERROR nova_cellsched.api [-] ')
         self.assertEqual(str(patch.IncompatibleNova(

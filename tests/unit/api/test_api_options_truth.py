@@ -68,7 +68,7 @@ class ApiOptionsTest(base.BaseTestCase):
 
     def test_start_up_line_says_a_reload_turns_the_lister_on(self):
         line = patch.installed_message(False, '34.0.0', (63, ['34.0.0']),
-                                      ['lister'], 0.5)
+                                      ['lister'])
         self.assertIn("[cellsched] api_lister = True and a reload of "
                       "nova-api's workers (uwsgi: SIGHUP to the master) "
                       'make nova-cellsched serve them', line)

@@ -12,7 +12,9 @@
 
 """The nova-api filter's checks: install only into the nova it fits."""
 
+import gc
 import logging
+import sys
 import threading
 
 import fixtures
@@ -247,7 +249,9 @@ class TestInstall(_Base):
                          r'lists \(nova 34\.0\.0: \d+ relied-on sources '
                          r'checked, as tested with nova 34\.0\.0; parts on: '
                          r'guard, keyset, lister, view, validation; '
-                         r'self-test passed in [0-9.]+ s')
+                         r'nova\.compute\.instance_list replaced; ')
+        # Nothing ran a self-test to report on.
+        self.assertNotIn('self-test', lines[0])
 
     def test_filter_factory_with_the_lister_off_says_nova_serves(self):
         """api_lister = false at start: installed, and the line says so."""
@@ -269,8 +273,207 @@ class TestInstall(_Base):
                       'nova-cellsched serve them', lines[0])
 
 
+def _options():
+    """Every ``[database]`` and ``[cellsched]`` option: value, origin.
+
+    The origin shows an override even where it sets the value the
+    option had.
+    """
+    from nova_cellsched import conf as conf_mod
+
+    options = {}
+    for group in ('database', conf_mod.GROUP_NAME):
+        for name in sorted(CONF[group]):
+            # None for an option oslo.config has no location of.
+            location = CONF.get_location(name, group)
+            options[(group, name)] = (
+                CONF[group][name],
+                location and (location.location, location.detail))
+    return options
+
+
+def _process_state(options=True):
+    """What of the process a self-test changes, as it is now.
+
+    The garbage collector's switch, nova's ``InstanceMapping`` marker
+    lookup (the class attribute), nova's ``CELL_CACHE`` (the dict and
+    each entry's objects) and, with *options*, :func:`_options`.
+    """
+    state = {
+        'gc enabled': gc.isenabled(),
+        'InstanceMapping.get_by_instance_uuid':
+            objects.InstanceMapping.__dict__['get_by_instance_uuid'],
+        'CELL_CACHE': (id(nova_context.CELL_CACHE), {
+            key: tuple(id(item) for item in value)
+            for key, value in nova_context.CELL_CACHE.items()}),
+    }
+    if options:
+        state['options'] = _options()
+    return state
+
+
+class _Watch:
+    """The process state at Python calls, in every thread, in a block.
+
+    ``sys.setprofile`` for the calling thread, ``threading.setprofile``
+    for the threads started inside the block (a self-test runs in its
+    own). :func:`_process_state` without the options at every call, the
+    options (slower to read) at every :data:`OPTIONS_EVERY`-th.
+    :attr:`changed`: each key of the state seen other than at entry,
+    with the first function called while it was; :attr:`calls`, how
+    many calls were watched.
+    """
+
+    OPTIONS_EVERY = 500
+
+    def __init__(self):
+        self.before = _process_state()
+        self.changed = {}
+        self.calls = 0
+        self._lock = threading.Lock()
+        # What the state is made of, for the check at every call.
+        self._cache = nova_context.CELL_CACHE
+        self._entries = list(self._cache.items())
+        self._lookup = objects.InstanceMapping.__dict__[
+            'get_by_instance_uuid']
+        self._mapping = objects.InstanceMapping
+        self._gc = gc.isenabled()
+
+    def _same(self):
+        """The state but the options, as at entry (fast: every call)."""
+        cache = nova_context.CELL_CACHE
+        return (gc.isenabled() is self._gc and
+                self._mapping.__dict__.get('get_by_instance_uuid') is
+                self._lookup and cache is self._cache and
+                len(cache) == len(self._entries) and
+                all(cache.get(key) is value for key, value in self._entries))
+
+    def _profile(self, frame, event, arg):
+        if event != 'call':
+            return
+        if len(self.changed) == len(self.before):
+            # Every part of the state seen changed: nothing more to see
+            # in this thread.
+            sys.setprofile(self._previous[
+                0 if threading.current_thread() is self._owner else 1])
+            return
+        with self._lock:
+            self.calls += 1
+            options = self.calls % self.OPTIONS_EVERY == 0
+            if self._same() and not options:
+                return
+            now = _process_state(options=options)
+            for key, value in now.items():
+                if value != self.before[key]:
+                    self.changed.setdefault(key, frame.f_code.co_qualname)
+
+    def __enter__(self):
+        self._owner = threading.current_thread()
+        self._previous = (sys.getprofile(), threading.getprofile())
+        threading.setprofile(self._profile)
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc_info):
+        sys.setprofile(self._previous[0])
+        threading.setprofile(self._previous[1])
+        return False
+
+
+class TestServingInstall(_Base):
+    """What the paste filter does in a serving nova-api worker.
+
+    It changes nothing of the process but the declared parts' targets
+    (``tests/unit/compat/test_compat.py`` checks those are exactly
+    what installing changes in nova): no self-test, which turns the
+    garbage collector off, swaps a class attribute of nova's
+    ``InstanceMapping``, fills ``CELL_CACHE`` and overrides an option
+    while it runs. Its guard is the relied-on sources' tested versions.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # A cell nova-api has already talked to, as nova's own start-up
+        # check leaves it: the guard part closes its idle connections
+        # when it turns on, and nothing else of it may change.
+        cell = objects.CellMapping(
+            uuid='2f1f1a0e-6f5d-4c55-9d0e-3a1b3c7f0c11', name='cell1',
+            database_connection='sqlite://', transport_url='none:///')
+        self.addCleanup(nova_context.CELL_CACHE.pop, cell.uuid, None)
+        with nova_context.target_cell(
+                nova_context.get_admin_context(), cell) as cctxt:
+            self.assertIsNotNone(cctxt.db_connection)
+
+    def _serve(self, api_lister):
+        """The filter loaded as nova-api loads it; (before, after, watch)."""
+        self.useFixture(config_fixture.Config(CONF)).config(
+            api_lister=api_lister, group='cellsched')
+        before = _process_state()
+        with _Watch() as watch:
+            wrapped = cellsched_api.filter_factory({})(object())
+        self.assertTrue(cellsched_api.is_installed())
+        self.assertIsInstance(wrapped, cellsched_api.server_timing.Middleware)
+        # The options were read while it ran, not only at its ends.
+        self.assertGreater(watch.calls, 2 * watch.OPTIONS_EVERY)
+        return before, _process_state(), watch
+
+    def test_serving_install_changes_no_process_wide_state(self):
+        """Before, after and at every call in between: the same state."""
+        before, after, watch = self._serve(api_lister=True)
+        self.assertIn('2f1f1a0e-6f5d-4c55-9d0e-3a1b3c7f0c11',
+                      before['CELL_CACHE'][1])
+        self.assertEqual(before, after)
+        self.assertEqual({}, watch.changed)
+
+    def test_with_the_lister_off_no_option_is_overridden(self):
+        """api_lister = false at start: it stays as it was, untouched."""
+        before, after, watch = self._serve(api_lister=False)
+        self.assertEqual(before, after)
+        self.assertEqual({}, watch.changed)
+        self.assertFalse(CONF.cellsched.api_lister)
+
+    def test_a_difference_only_the_self_test_sees_does_not_stop_it(self):
+        """The self-test finds it; the serving install does not look.
+
+        Pages that lose servers after a NULL sort value: no relied-on
+        source changed, so the lister installs; ``check --selftest``
+        (here :func:`selftest.run`, as it calls it) names the
+        difference.
+        """
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.listing.query.after_condition',
+            _after_dropping_nulls))
+        self.assertTrue(cellsched_api.install())
+        cellsched_api.uninstall()
+        problems, _seconds = selftest.run()
+        self.assertIn('nova lists', ' '.join(problems))
+
+    def test_the_watch_sees_what_a_self_test_changes(self):
+        """The watch of the tests above, shown to see a self-test.
+
+        What install() ran before (and ``check --selftest`` runs now):
+        every change is given back after, but not while it runs.
+        """
+        self.useFixture(config_fixture.Config(CONF)).config(
+            api_lister=False, group='cellsched')
+        before = _process_state()
+        with _Watch() as watch:
+            # Watched, every call is slower: more time than nova-api's.
+            self.assertEqual([], selftest.run(timeout=120)[0])
+        self.assertEqual(set(before), set(watch.changed))
+        # Given back after (but for the options oslo.db registers on
+        # first use, which stay registered).
+        del before['options']
+        self.assertEqual(before, _process_state(options=False))
+
+
 class TestSelfTest(_Base):
-    """install() lists both ways on a private database first."""
+    """The self-test lists both ways on a private database.
+
+    ``nova-cellsched check --selftest`` runs it
+    (``tests/functional/test_cli_selftest.py``); install() does not
+    (:class:`TestServingInstall`).
+    """
 
     def _assert_nova_untouched(self):
         self.assertFalse(cellsched_api.is_installed())
@@ -286,17 +489,16 @@ class TestSelfTest(_Base):
         self.assertEqual([], problems)
 
     def test_keyset_paging_that_drops_nulls_is_caught(self):
-        """Pages after a NULL sort value lose servers: nothing installed."""
+        """Pages after a NULL sort value lose servers: a difference."""
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.listing.query.after_condition',
             _after_dropping_nulls))
         patch.check()  # the static checks cannot see it
-        error = self.assertRaises(patch.IncompatibleNova,
-                                  cellsched_api.install)
-        self.assertTrue(error.problems)
-        for problem in error.problems:
+        problems, _seconds = selftest.run()
+        self.assertTrue(problems)
+        for problem in problems:
             self.assertTrue(problem.startswith('self-test '), problem)
-        self.assertIn('nova lists', ' '.join(error.problems))
+        self.assertIn('nova lists', ' '.join(problems))
         self._assert_nova_untouched()
 
     def test_joined_rows_not_made_one_per_server_are_caught(self):
@@ -305,15 +507,14 @@ class TestSelfTest(_Base):
         keyset.one_row_per_instance reads Query internals; were they to
         read as "no join" (another SQLAlchemy), a server with two of the
         tags would be listed twice. The self-test's tags-any case sees
-        it: nothing installed.
+        it.
         """
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.api.keyset.one_row_per_instance',
             lambda query: query))
         patch.check()  # the static checks cannot see it
-        error = self.assertRaises(patch.IncompatibleNova,
-                                  cellsched_api.install)
-        self.assertIn('self-test any of the tags', ' '.join(error.problems))
+        problems, _seconds = selftest.run()
+        self.assertIn('self-test any of the tags', ' '.join(problems))
         self._assert_nova_untouched()
 
     def test_sqlalchemy_query_internals_are_fingerprinted(self):
@@ -341,7 +542,7 @@ class TestSelfTest(_Base):
         self._assert_nova_untouched()
 
     def test_rows_loader_that_drops_a_column_is_caught(self):
-        """Plain rows without a column: nothing installed."""
+        """Plain rows without a column: a difference."""
         dropped = rows._columns
 
         def columns(model):
@@ -350,9 +551,8 @@ class TestSelfTest(_Base):
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.api.rows._columns', columns))
-        error = self.assertRaises(patch.IncompatibleNova,
-                                  cellsched_api.install)
-        self.assertIn('display_description', ' '.join(error.problems))
+        problems, _seconds = selftest.run()
+        self.assertIn('display_description', ' '.join(problems))
         self._assert_nova_untouched()
 
     def test_rows_loader_that_loses_a_value_is_caught(self):
@@ -368,10 +568,9 @@ class TestSelfTest(_Base):
 
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.api.rows.Loader.load', loses_a_tag))
-        error = self.assertRaises(patch.IncompatibleNova,
-                                  cellsched_api.install)
-        self.assertIn('servers differ at', ' '.join(error.problems))
-        self.assertIn('.tags.', ' '.join(error.problems))
+        problems, _seconds = selftest.run()
+        self.assertIn('servers differ at', ' '.join(problems))
+        self.assertIn('.tags.', ' '.join(problems))
         self._assert_nova_untouched()
 
     def test_self_test_leaves_nova_state_as_it_was(self):

@@ -16,9 +16,11 @@ import dataclasses
 import inspect
 import logging
 import sys
+import types
 
 import fixtures
 import nova.conf
+from nova import context as nova_context
 from nova import objects
 from oslo_config import fixture as config_fixture
 from oslotest import base
@@ -242,3 +244,85 @@ class TestRestoreAndCompleteness(_Base):
         self.assertTrue(cellsched_api.install())
         cellsched_api.uninstall()
         self.assertEqual(['guard'], compat.on())
+
+
+class TestAdapterHooks(_Base):
+    """What differs by release is read from the adapter the part uses.
+
+    A second tested release (34.0.9, every source as 34.0.0's) whose
+    adapter is nova34's but for one function: being the newest release
+    the sources equal, its adapter is the one chosen, and the lister's
+    calls on nova and the request filter's entry are its.
+    """
+
+    def _release_with(self, **changed):
+        from nova_cellsched.compat import nova34
+
+        name = 'nova_cellsched.compat.nova_test'
+        module = types.ModuleType(name)
+        vars(module).update({key: value for key, value in vars(nova34).items()
+                             if not key.startswith('__')})
+        vars(module).update(changed)
+        sys.modules[name] = module
+        self.addCleanup(sys.modules.pop, name, None)
+        (tested,) = core.tested()
+        other = dataclasses.replace(tested, version='34.0.9',
+                                    adapter='nova_test')
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested', lambda: (tested, other)))
+        return module
+
+    def test_the_listing_asks_nova_through_the_chosen_adapter(self):
+        from nova_cellsched.api import instance_list
+
+        asked = []
+
+        def cells_to_list(ctx):
+            asked.append(ctx)
+            return []
+
+        module = self._release_with(cells_to_list=cells_to_list)
+        self.assertIs(module, instance_list.nova_side())
+        # nova's module calls ours for the rows, as in nova-api.
+        self.assertTrue(cellsched_api.install())
+        ctx = nova_context.get_admin_context()
+        found, down = instance_list.get_instance_objects_sorted(
+            ctx, {}, None, None, [], None, None)
+        self.assertEqual([ctx], asked)
+        self.assertEqual(([], []), (list(found), down))
+
+    def test_a_down_cell_fails_the_listing_with_the_adapters_error(self):
+        from nova_cellsched.api import instance_list
+        from nova_cellsched import gather
+
+        def not_responding(cell_uuid):
+            return RuntimeError('cell %s: down, as nova 34.0.9 says' %
+                                cell_uuid)
+
+        self._release_with(not_responding=not_responding)
+        self.useFixture(config_fixture.Config(CONF)).config(
+            list_records_by_skipping_down_cells=False, group='api')
+        cells = instance_list.CellsLister()
+        cells.record('cell-1', gather.Outcome(gather.FAILED,
+                                              error=OSError('gone')))
+        error = self.assertRaises(RuntimeError, instance_list.check_down,
+                                  cells, False)
+        self.assertEqual('cell cell-1: down, as nova 34.0.9 says', str(error))
+
+    def test_the_request_filter_entry_is_the_chosen_adapters(self):
+        from nova.scheduler import request_filter as nova_rf
+
+        from nova_cellsched.scheduler import request_filter
+
+        def require_cell_aggregates(ctxt, request_spec):
+            return False
+
+        require_cell_aggregates.__module__ = 'nova_cellsched.compat.nova_test'
+        self._release_with(require_cell_aggregates=require_cell_aggregates)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
+            list(nova_rf.ALL_REQUEST_FILTERS)))
+        self.assertTrue(request_filter.register())
+        self.assertIs(require_cell_aggregates, request_filter.entry())
+        self.assertEqual(1, nova_rf.ALL_REQUEST_FILTERS.count(
+            require_cell_aggregates))

@@ -22,6 +22,8 @@ The cell mappings are real rows of nova's in-memory API database
 # which must happen before the rest of nova (and oslo) is imported.
 from nova.tests.unit.scheduler import fakes  # isort: skip
 
+import logging
+
 import fixtures
 from nova import context as nova_context
 from nova.db.api import api as api_db
@@ -478,7 +480,7 @@ class PrefilterTestCase(FilterTestBase):
         """
         def stale(ctxt, spec):
             return False
-        stale.__module__ = request_filter.__name__
+        stale.__module__ = request_filter.entry().__module__
         stale.__name__ = 'require_cell_aggregates'
         first = nova_request_filter.ALL_REQUEST_FILTERS[0]
         self.useFixture(fixtures.MonkeyPatch(
@@ -486,8 +488,28 @@ class PrefilterTestCase(FilterTestBase):
             [first, stale]))
         for _ in range(3):
             self.assertTrue(request_filter.register())
-        self.assertEqual([first, request_filter.require_cell_aggregates],
+        self.assertEqual([first, request_filter.entry()],
                          nova_request_filter.ALL_REQUEST_FILTERS)
+
+    def test_nova_calls_the_adapters_entry_timed_as_its_own(self):
+        """The entry in nova's list is the release adapter's.
+
+        It runs the pre-filter, and nova's trace_request_filter times it
+        under the pre-filter's name, as the guide says.
+        """
+        self.flags(placement_prefilter=True, group='cellsched')
+        ours = request_filter.entry()
+        self.assertEqual('nova_cellsched.compat.nova34', ours.__module__)
+        # setUp's filter registered it.
+        self.assertIn(ours, nova_request_filter.ALL_REQUEST_FILTERS)
+        traced = self.useFixture(fixtures.FakeLogger(
+            name='nova.scheduler.request_filter', level=logging.DEBUG))
+        spec = self._spec(PROJ_A)
+        self.assertTrue(ours(self.ctxt, spec))
+        self.assertEqual([self._uuid('dedicated_a')],
+                         spec.requested_destination.aggregates)
+        self.assertIn("Request filter 'require_cell_aggregates' took",
+                      traced.output)
 
     def test_building_the_filter_registers_the_prefilter_once(self):
         """nova-scheduler building the filter is what registers it."""
@@ -496,7 +518,7 @@ class PrefilterTestCase(FilterTestBase):
             'nova.scheduler.request_filter.ALL_REQUEST_FILTERS', [first]))
         filters.ProjectCellFilter()
         filters.ProjectCellFilter()
-        self.assertEqual([first, request_filter.require_cell_aggregates],
+        self.assertEqual([first, request_filter.entry()],
                          nova_request_filter.ALL_REQUEST_FILTERS)
 
     def test_registering_logs_one_line_with_the_state_and_form(self):
