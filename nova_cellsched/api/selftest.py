@@ -523,10 +523,15 @@ class _Cases:
 
 
 def _nova_pools() -> list[Any]:
-    """nova's thread pools of this process (its cell worker pool...)."""
-    from nova import thread_pool_factory
+    """nova's thread pools of this process (its cell worker pool...).
 
-    return list(getattr(thread_pool_factory.FACTORY, '_all_executors', {}))
+    Where nova keeps them differs by release: the lister's adapter
+    (``compat.nova<N>.nova_pools``) knows.
+    """
+    from nova_cellsched import compat
+
+    adapter = compat.adapter('lister')
+    return [] if adapter is None else list(adapter.nova_pools())
 
 
 def _stop_pools_started(before: list[Any]) -> None:
@@ -536,15 +541,15 @@ def _stop_pools_started(before: list[Any]) -> None:
     about to fork workers, which must not inherit pools whose threads do
     not exist in them) starts its pools on first use, as without it.
     """
-    from nova import thread_pool_factory
-
     from nova_cellsched.api import instance_list
+    from nova_cellsched import compat
 
     instance_list.shutdown()
-    if not before and _nova_pools():
+    adapter = compat.adapter('lister')
+    if adapter is not None and not before and _nova_pools():
         # nova's own call before forking workers: every pool stopped,
         # each started again on its next use.
-        thread_pool_factory.reset_all_executors()
+        adapter.reset_nova_pools()
 
 
 #: One self-test at a time (one given up on may still be running).

@@ -14,8 +14,10 @@
 
 Only code that follows one nova release goes here: the copies of
 nova's functions the view lookups replace (:func:`list_view`,
-:func:`fill_faults`) and the end of nova-api's start-up check
-(:func:`raise_if_too_old`). :mod:`.core` picks the adapter per part:
+:func:`fill_faults`), the end of nova-api's start-up check
+(:func:`raise_if_too_old`) and how the lister's self-test finds and
+stops nova's worker pools (:func:`nova_pools`,
+:func:`reset_nova_pools`). :mod:`.core` picks the adapter per part:
 the newest tested release whose sources the part's all equal
 (``sources_nova34`` for this one). For another release, copy this file
 to ``nova<N>.py`` and change what that release's nova does otherwise:
@@ -163,3 +165,27 @@ def raise_if_too_old(current: int) -> None:
             scope='system',
             min_service_level=current,
             oldest_supported_service=oldest_supported)
+
+
+# The lister's self-test (part ``lister``) ---------------------------------
+
+def nova_pools() -> list[Any]:
+    """nova's worker pools started in this process (its cell workers...).
+
+    nova 34 keeps them in ``nova.thread_pool_factory``, one per
+    executor type, each started on first use.
+    """
+    from nova import thread_pool_factory
+
+    return list(getattr(thread_pool_factory.FACTORY, '_all_executors', {}))
+
+
+def reset_nova_pools() -> None:
+    """Stop nova's worker pools; each starts again on its next use.
+
+    nova 34's own call before a service forks its workers
+    (``nova.cmd.scheduler``).
+    """
+    from nova import thread_pool_factory
+
+    thread_pool_factory.reset_all_executors()
