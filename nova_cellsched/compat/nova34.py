@@ -167,7 +167,18 @@ def raise_if_too_old(current: int) -> None:
             oldest_supported_service=oldest_supported)
 
 
-# The lister's self-test (part ``lister``) ---------------------------------
+# The lister's threads and self-test (part ``lister``) ---------------------
+
+def threading_mode() -> bool:
+    """Whether nova runs on native threads, not eventlet's green ones.
+
+    nova 34's own answer (``nova.utils.concurrency_mode_threading``:
+    not monkey-patched by ``nova.monkey_patch``).
+    """
+    from nova import utils
+
+    return bool(utils.concurrency_mode_threading())
+
 
 def nova_pools() -> list[Any]:
     """nova's worker pools started in this process (its cell workers...).
