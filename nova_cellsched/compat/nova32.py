@@ -43,6 +43,11 @@ _VIEW_BUILDER = 'nova.api.openstack.compute.views.servers:ViewBuilder'
 
 # The view lookups (part ``view``) ------------------------------------------
 
+#: Whether nova 32's ``InstanceList.fill_faults`` asks every cell: no,
+#: the list's own context only, so :func:`fill_faults` is nova's own.
+FILL_FAULTS_PER_CELL = False
+
+
 def fill_faults(self: Any) -> Any:
     """nova 32's ``InstanceList.fill_faults``, unchanged.
 

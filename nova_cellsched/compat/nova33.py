@@ -40,6 +40,11 @@ _VIEW_BUILDER = 'nova.api.openstack.compute.views.servers:ViewBuilder'
 
 # The view lookups (part ``view``) ------------------------------------------
 
+#: Whether nova 33's ``InstanceList.fill_faults`` asks every cell (so
+#: :func:`fill_faults` narrows it to the listed servers' cells).
+FILL_FAULTS_PER_CELL = True
+
+
 def fill_faults(self: Any) -> Any:
     """nova's ``InstanceList.fill_faults``, each server's own cell asked.
 

@@ -424,6 +424,10 @@ class NovaApiListingTest(test.TestCase,
         nova's lookups, the same bodies.
         """
         from nova_cellsched.api import view
+        from nova_cellsched import compat
+        # nova 31 and 32 read faults through the list's context, not
+        # cell by cell: nothing to narrow, nova's own fill_faults runs.
+        per_cell = compat.adapter('view').FILL_FAULTS_PER_CELL
         for lean in (True, False):
             self.flags(api_view_bdms=lean, api_view_request_specs=lean,
                        api_view_faults=lean, group='cellsched')
@@ -437,7 +441,7 @@ class NovaApiListingTest(test.TestCase,
                 # every server has a spec, srv-group's is nova's.
                 specs = lean and version in ('2.96', '2.100', 'latest')
                 self.assertEqual(
-                    {'bdms': int(lean), 'faults': int(lean),
+                    {'bdms': int(lean), 'faults': int(lean and per_cell),
                      'request_specs': (len(self.servers) - 1) * specs,
                      'request_specs_nova': int(specs)},
                     used, version)

@@ -171,6 +171,7 @@ class TestMatchedAsASet(_Base):
                                      if not callable(getattr(adapter, n,
                                                              None))},
                              release.adapter)
+            self.assertIsInstance(adapter.FILL_FAULTS_PER_CELL, bool)
             self.assertLessEqual(set(release.lacks), set(parts.BY_NAME))
 
     def test_a_source_equal_to_an_older_release_passes(self):
