@@ -130,11 +130,11 @@ def _threading() -> bool:
     """Whether nova runs on native threads here, not eventlet's.
 
     How nova says so differs by release (nova 31 has only eventlet):
-    the lister's adapter (``compat.nova<N>.threading_mode``) knows.
+    the release's adapter (``compat.nova<N>.threading_mode``) knows.
     """
-    from nova_cellsched import compat
+    from nova_cellsched.compat import core as compat_core
 
-    adapter = compat.adapter('lister')
+    adapter = compat_core.release_adapter()
     if adapter is None:
         return bool(nova_utils.concurrency_mode_threading())
     return bool(adapter.threading_mode())

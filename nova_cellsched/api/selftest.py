@@ -525,12 +525,12 @@ class _Cases:
 def _nova_pools() -> list[Any]:
     """nova's thread pools of this process (its cell worker pool...).
 
-    Where nova keeps them differs by release: the lister's adapter
+    Where nova keeps them differs by release: the release's adapter
     (``compat.nova<N>.nova_pools``) knows.
     """
-    from nova_cellsched import compat
+    from nova_cellsched.compat import core as compat_core
 
-    adapter = compat.adapter('lister')
+    adapter = compat_core.release_adapter()
     return [] if adapter is None else list(adapter.nova_pools())
 
 
@@ -542,10 +542,10 @@ def _stop_pools_started(before: list[Any]) -> None:
     not exist in them) starts its pools on first use, as without it.
     """
     from nova_cellsched.api import instance_list
-    from nova_cellsched import compat
+    from nova_cellsched.compat import core as compat_core
 
     instance_list.shutdown()
-    adapter = compat.adapter('lister')
+    adapter = compat_core.release_adapter()
     if adapter is not None and not before and _nova_pools():
         # nova's own call before forking workers: every pool stopped,
         # each started again on its next use.

@@ -364,6 +364,25 @@ def adapter(name: str) -> types.ModuleType | None:
     return importlib.import_module('nova_cellsched.compat.%s' % chosen)
 
 
+@functools.lru_cache(maxsize=1)
+def release_adapter() -> types.ModuleType | None:
+    """The adapter of the running nova's series, for what no source pins.
+
+    nova's thread model and where it keeps its worker pools follow the
+    release, not a part's sources: the adapter of the tested release of
+    the installed nova's major version (``nova33`` for 33.0.3), else the
+    newest tested release's. Read from the package metadata, once, so
+    that a listing's worker never hashes sources.
+    """
+    releases = tested()
+    if not releases:
+        return None
+    major = hashing.nova_version().split('.')[0]
+    chosen = [r for r in releases if r.version.split('.')[0] == major]
+    return importlib.import_module('nova_cellsched.compat.%s'
+                                   % (chosen or releases)[-1].adapter)
+
+
 # Installing and restoring -------------------------------------------------
 
 def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:

@@ -90,20 +90,6 @@ class _Base(base.BaseTestCase):
         self.addCleanup(setattr, views.ViewBuilder, '_get_pinned_az',
                         original)
 
-    def setUp(self):
-        super().setUp()
-        objects.register_all()
-        self.useFixture(config_fixture.Config(CONF)).config(
-            connection='sqlite://', group='database')
-        # Each test starts with no part on, whatever an earlier test in
-        # this process left on (the scheduler's request_filter, say).
-        compat.restore()
-        self.addCleanup(compat.restore)
-        self.addCleanup(cellsched_api.uninstall)
-
-
-class TestMatchedAsASet(_Base):
-
     def _with_release(self, version, changes, lacks=None):
         """The running nova's table plus *version*, its hashes changed so.
 
@@ -118,6 +104,20 @@ class TestMatchedAsASet(_Base):
             lambda: tuple(sorted((tested, other),
                                  key=lambda r: core.version_key(r.version)))))
         return tested, other
+
+    def setUp(self):
+        super().setUp()
+        objects.register_all()
+        self.useFixture(config_fixture.Config(CONF)).config(
+            connection='sqlite://', group='database')
+        # Each test starts with no part on, whatever an earlier test in
+        # this process left on (the scheduler's request_filter, say).
+        compat.restore()
+        self.addCleanup(compat.restore)
+        self.addCleanup(cellsched_api.uninstall)
+
+
+class TestMatchedAsASet(_Base):
 
     def test_a_source_passes_if_it_equals_any_tested_version(self):
         """Another tested release with another _list_view: ours passes.
@@ -209,6 +209,20 @@ class TestMatchedAsASet(_Base):
             self.assertIn('34.0.0', core.releases_matching([part.name]))
 
 
+    def test_the_release_adapter_is_the_running_series(self):
+        """Thread model and pools: by nova's version, not by sources."""
+        core.release_adapter.cache_clear()
+        self.addCleanup(core.release_adapter.cache_clear)
+        for version, adapter in (('33.0.9', 'nova33'), ('31.0.0', 'nova31'),
+                                 ('35.0.0', 'nova34')):
+            core.release_adapter.cache_clear()
+            with fixtures.MonkeyPatch(
+                    'nova_cellsched.compat.hashing.nova_version',
+                    lambda v=version: v):
+                self.assertEqual('nova_cellsched.compat.' + adapter,
+                                 core.release_adapter().__name__)
+
+
 class TestLackingRelease(_Base):
     """A release that lacks what a part needs: off, said once at INFO."""
 
@@ -222,11 +236,11 @@ class TestLackingRelease(_Base):
         self.assertEqual([], compat.check(['validation'])['validation'])
         self.assertIsNone(core.lacking('validation'))
 
+        lacking = (dataclasses.replace(
+            _running_table(),
+            lacks={'validation': 'has no response schemas'}),)
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested',
-            lambda: (dataclasses.replace(
-                _running_table(),
-                lacks={'validation': 'has no response schemas'}),)))
+            'nova_cellsched.compat.core.tested', lambda: lacking))
         reason = 'nova 34.0.0 has no response schemas'
         self.assertEqual(reason, core.lacking('validation'))
         self.assertEqual([reason], compat.check(['validation'])['validation'])
@@ -245,13 +259,13 @@ class TestLackingRelease(_Base):
 
     def test_a_changed_source_is_not_mistaken_for_a_lacking_release(self):
         """Sources equal to no table: the usual WARNING, not the reason."""
+        table = _running_table()
+        changed = (dataclasses.replace(
+            table, hashes=dict(table.hashes, **{
+                'nova.api.validation.query_schema': 'f' * 64}),
+            lacks={'validation': 'has no response schemas'}),)
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested',
-            lambda: (dataclasses.replace(
-                _running_table(),
-                hashes=dict(_running_table().hashes, **{
-                    'nova.api.validation.query_schema': 'f' * 64}),
-                lacks={'validation': 'has no response schemas'}),)))
+            'nova_cellsched.compat.core.tested', lambda: changed))
         self.assertIsNone(core.lacking('validation'))
         (problem,) = compat.check(['validation'])['validation']
         self.assertIn('nova.api.validation.query_schema', problem)
