@@ -18,7 +18,6 @@ api-paste.ini made from the one nova 34 installs
 nova.conf: the check reads the file and the installed nova only.
 """
 
-import configparser
 import io
 import json
 import os
@@ -199,16 +198,20 @@ class CheckApiPasteTestCase(base.BaseTestCase):
         self.needs_nova_api_part()
         with open(self.with_filter()) as f:
             text = f.read()
-        parsed = configparser.RawConfigParser()
-        parsed.read_string(text)
-        if not parsed.has_option(V21, 'noauth2'):
-            # nova 32 on: no noauth2 key in nova's own file (nova 31's
-            # has one, without the filter as the keystone one is given).
-            text = text.replace(
-                '[composite:openstack_compute_api_v21]\n',
-                '[composite:openstack_compute_api_v21]\n'
-                'noauth2 = cors compute_req_id faultwrap '
-                'osapi_compute_app_v21\n')
+        # nova 31's own file has a noauth2 key (given the filter like
+        # the keystone one): replaced by one without it; nova 32 on has
+        # none.
+        lines, section = [], None
+        for line in text.splitlines():
+            if line.startswith('['):
+                section = line.strip('[]')
+            if section == V21 and line.startswith('noauth2'):
+                continue
+            lines.append(line)
+            if line == '[%s]' % V21:
+                lines.append('noauth2 = cors compute_req_id faultwrap '
+                             'osapi_compute_app_v21')
+        text = '\n'.join(lines) + '\n'
         run = self.check(self.write(text, 'noauth2.ini'), '-f', 'json')
         self.assertEqual(0, run.code, run)
         row = self.rows(run)[(V21, 'noauth2')]
