@@ -141,6 +141,20 @@ def nova_side() -> Any:
     return found
 
 
+def _threading() -> bool:
+    """Whether nova runs on native threads here, not eventlet's.
+
+    How nova says so differs by release (nova 31 has only eventlet):
+    the release's adapter (``compat.nova<N>.threading_mode``) knows.
+    """
+    from nova_cellsched.compat import core as compat_core
+
+    adapter = compat_core.release_adapter()
+    if adapter is None:
+        return bool(nova_utils.concurrency_mode_threading())
+    return bool(adapter.threading_mode())
+
+
 def request_threads() -> int | None:
     """Requests this API worker process serves at once; None: unknown.
 
@@ -148,7 +162,7 @@ def request_threads() -> int | None:
     native threads; None under eventlet (green threads: as many requests
     as arrive) or in another server.
     """
-    if not nova_utils.concurrency_mode_threading():
+    if not _threading():
         return None
     try:
         import uwsgi
@@ -218,7 +232,7 @@ def _executor(cells: int | None = None) -> concurrent.futures.Executor:
                      'needed': needed})
             else:
                 LOG.debug('Listing workers: at most %d', size)
-            if nova_utils.concurrency_mode_threading():
+            if _threading():
                 _EXECUTOR = futurist.ThreadPoolExecutor(max_workers=size)
             else:
                 _EXECUTOR = futurist.GreenThreadPoolExecutor(

@@ -533,10 +533,15 @@ class _Cases:
 
 
 def _nova_pools() -> list[Any]:
-    """nova's thread pools of this process (its cell worker pool...)."""
-    from nova import thread_pool_factory
+    """nova's thread pools of this process (its cell worker pool...).
 
-    return list(getattr(thread_pool_factory.FACTORY, '_all_executors', {}))
+    Where nova keeps them differs by release: the release's adapter
+    (``compat.nova<N>.nova_pools``) knows.
+    """
+    from nova_cellsched.compat import core as compat_core
+
+    adapter = compat_core.release_adapter()
+    return [] if adapter is None else list(adapter.nova_pools())
 
 
 def _stop_pools_started(before: list[Any]) -> None:
@@ -545,15 +550,15 @@ def _stop_pools_started(before: list[Any]) -> None:
     Nothing of it must outlive it: the process that ran it (the
     command's, a test's) starts its pools on first use, as without it.
     """
-    from nova import thread_pool_factory
-
     from nova_cellsched.api import instance_list
+    from nova_cellsched.compat import core as compat_core
 
     instance_list.shutdown()
-    if not before and _nova_pools():
+    adapter = compat_core.release_adapter()
+    if adapter is not None and not before and _nova_pools():
         # nova's own call before forking workers: every pool stopped,
         # each started again on its next use.
-        thread_pool_factory.reset_all_executors()
+        adapter.reset_nova_pools()
 
 
 #: One self-test at a time (one given up on may still be running).

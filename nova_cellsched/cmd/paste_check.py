@@ -48,9 +48,14 @@ COMPUTE_APP_FACTORY = 'nova.api.openstack.compute:APIRouterV21.factory'
 FILTER_FACTORY = 'nova_cellsched.api:filter_factory'
 #: nova's composite that picks a pipeline by key.
 AUTH_PIPELINE_FACTORY = 'nova.api.auth:pipeline_factory_v21'
-#: The keys of that composite nova 34 reads (``local_conf['keystone']``;
-#: nova 34 has no ``[api] auth_strategy`` any more).
+#: The keys of that composite nova reads from nova 32 on
+#: (``local_conf['keystone']``; no ``[api] auth_strategy`` any more).
+#: nova 31 reads the key ``[api] auth_strategy`` names (``keystone`` by
+#: default, or the deprecated ``noauth2``): the caller says so
+#: (:func:`inspect`).
 AUTH_KEYS_USED = ('keystone',)
+#: Why the other keys are not used, as the note says it.
+AUTH_KEYS_WHY = 'nova builds this composite from its keystone pipeline only'
 
 
 class MalformedPaste(exception.CellschedError):
@@ -167,7 +172,9 @@ def _spec(value: str) -> str:
 
 
 class _Walker:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str,
+                 auth_keys: tuple[tuple[str, ...], str] = (
+                     AUTH_KEYS_USED, AUTH_KEYS_WHY)) -> None:
         try:
             self.loader = loadwsgi.ConfigLoader(path)
         except FileNotFoundError:
@@ -181,6 +188,7 @@ class _Walker:
             raise MalformedPaste('%s is not a valid api-paste.ini: %s' % (
                 path, _describe(exc)))
         self.path = path
+        self.auth_keys, self.auth_why = auth_keys
         self.report = Report()
         self._seen: set[tuple[str, str]] = set()
 
@@ -282,15 +290,13 @@ class _Walker:
         for key, value in self._options(section).items():
             if key == 'use':
                 continue
-            used = served_at if key in AUTH_KEYS_USED else ''
+            used = served_at if key in self.auth_keys else ''
             if not served_at and (section, key) in {
                     (p.section, p.key) for p in self.report.pipelines}:
                 continue
             if served_at and not used:
-                self.report.notes.append(
-                    '[%s] %s is not used: nova 34 builds this composite '
-                    'from its %s pipeline only' % (
-                        section, key, ' or '.join(AUTH_KEYS_USED)))
+                self.report.notes.append('[%s] %s is not used: %s' % (
+                    section, key, self.auth_why))
             self._pipeline(section, key, value.split(), used, outer)
 
     def _follow(self, name: str, section: str, key: str, served_at: str,
@@ -370,11 +376,18 @@ class _Unresolved(Exception):
     """A name that resolves to no section (one-line message)."""
 
 
-def inspect(path: str) -> Report:
+def inspect(path: str,
+            auth_keys: tuple[tuple[str, ...], str] = (AUTH_KEYS_USED,
+                                                      AUTH_KEYS_WHY)
+            ) -> Report:
     """Read the api-paste.ini at *path*; report its server-list pipelines.
+
+    :param auth_keys: (the keys of ``pipeline_factory_v21`` composites
+        the running nova reads, why the others are not used): nova's
+        ``keystone`` from nova 32 on; nova 31's ``[api] auth_strategy``.
 
     :raises MalformedPaste: the file is missing, unreadable, not an INI
         file paste.deploy reads, or has no ``[composite:osapi_compute]``.
         The message is one line and names the file.
     """
-    return _Walker(path).walk()
+    return _Walker(path, auth_keys).walk()

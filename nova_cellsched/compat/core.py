@@ -30,6 +30,12 @@ new file):
 The per-release adapter (``nova34``...) a part's ``adapter:`` targets
 come from is the newest tested release whose sources the part's all
 equal (:func:`adapter`).
+
+A tested release may lack what a part needs (nova 31 and 32 validate no
+server-list response, so the response validation has nothing to do):
+its table says so (``LACKS``, part -> why). On a nova whose sources of
+the part equal only such releases' versions the part stays off and says
+why (:func:`lacking`), at INFO: nova's behaviour is the tested one.
 """
 
 from collections.abc import Iterable, Iterator
@@ -39,6 +45,7 @@ import functools
 import importlib
 import inspect
 import pkgutil
+import sys
 import threading
 import types
 from typing import Any
@@ -68,11 +75,14 @@ class Release:
     :ivar version: nova's version, e.g. ``34.0.0``.
     :ivar adapter: module of this package with the release's adapter.
     :ivar hashes: :attr:`.Source.name` -> :func:`.hashing.source_hash`.
+    :ivar lacks: part name -> why this release cannot have it (what of
+        nova it lacks, what nova does instead).
     """
 
     version: str
     adapter: str
     hashes: dict[str, str]
+    lacks: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -90,13 +100,36 @@ def tested() -> tuple[Release, ...]:
             module = importlib.import_module('nova_cellsched.compat.%s'
                                              % info.name)
             found.append(Release(module.RELEASE, module.ADAPTER,
-                                 dict(module.HASHES)))
+                                 dict(module.HASHES),
+                                 dict(getattr(module, 'LACKS', {}))))
     return tuple(sorted(found, key=lambda r: version_key(r.version)))
 
 
 def _package_path() -> list[str]:
     package = importlib.import_module('nova_cellsched.compat')
     return list(package.__path__)
+
+
+def nova_chooses_threads() -> None:
+    """Let nova choose its thread model before the check imports nova.
+
+    nova's services import the package that chooses it first: nova 31's
+    ``nova.api.openstack`` imports ``nova.monkey_patch`` (eventlet
+    patched on import), nova 32's calls ``monkey_patch.patch()``
+    (eventlet, or native threads with ``OS_NOVA_DISABLE_EVENTLET_PATCHING``,
+    which selects oslo.service's backend). The relied-on sources are
+    imported in declaration order, ``nova.db.main.api`` first, whose
+    imports select oslo.service's default (eventlet) backend: in a plain
+    interpreter (``python -m``, a script, a test runner) nova 32's
+    later ``patch()`` then failed with ``BackendAlreadySelected``, and
+    nova 31 and 32 patched eventlet while :data:`LOCK` was held. So,
+    unless a nova entry point has chosen already (``nova.monkey_patch``
+    imported, as in nova-api, nova-scheduler and ``nova-cellsched``),
+    ``nova.api.openstack`` is imported first, as nova-api does; it
+    chooses nothing on nova 33 and 34.
+    """
+    if 'nova.monkey_patch' not in sys.modules:
+        importlib.import_module('nova.api.openstack')
 
 
 # What is installed -------------------------------------------------------
@@ -232,17 +265,50 @@ def _match(part: parts_mod.Part, releases: tuple[Release, ...]
             continue
         signature = (hashing.signature(value)
                      if inspect.isfunction(value) else '')
+        by_hash: dict[str, list[str]] = {}
+        for version, h in known:
+            by_hash.setdefault(h, []).append(version)
         problems.append(
             '%s%s: source differs from the tested ones (sha256 expected %s, '
             'found %s; relied on: %s)'
             % (source.name, signature,
-               ' or '.join('%s (nova %s)' % (h[:16], v) for v, h in known),
+               ' or '.join('%s (nova %s)' % (h[:16], ', '.join(versions))
+                           for h, versions in by_hash.items()),
                digest[:16], source.why))
     return problems, fits
 
 
+def lacking(name: str, releases: Iterable[Release] | None = None
+            ) -> str | None:
+    """Why part *name* cannot be on this nova, if its release lacks it.
+
+    Only when the part's sources all equal tested versions and every
+    tested release they equal lists the part in its ``LACKS``: such a
+    nova is known to lack what the part needs (a microversion, a
+    decorator, a field), and nova's own behaviour is the right one.
+
+    :returns: one line naming the running nova and the reason; None
+        when the part may be on (or differs from every tested release,
+        which :func:`source_problems` reports).
+    """
+    releases = tuple(tested() if releases is None else releases)
+    problems, fits = _match(parts_mod.BY_NAME[name], releases)
+    if problems or not fits:
+        return None
+    fitting = sorted((r for r in releases if r.version in fits),
+                     key=lambda r: version_key(r.version))
+    if any(name not in r.lacks for r in fitting):
+        return None
+    return 'nova %s %s' % (hashing.nova_version(), fitting[-1].lacks[name])
+
+
 def _own_problems(part: parts_mod.Part) -> tuple[list[str], str | None]:
     problems, adapter_name = source_problems(part)
+    if not problems:
+        reason = lacking(part.name)
+        if reason is not None:
+            # Its checks would only repeat what it lacks.
+            return [reason], adapter_name
     for spec in part.checks:
         problems.extend(_ours(spec, None)())
     return problems, adapter_name
@@ -275,6 +341,7 @@ def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
     wanted = _with_requirements(
         [p.name for p in parts_mod.PARTS] if names is None else names)
     found: dict[str, list[str]] = {}
+    nova_chooses_threads()
     with LOCK:
         for name in wanted:
             part = parts_mod.BY_NAME[name]
@@ -306,6 +373,25 @@ def adapter(name: str) -> types.ModuleType | None:
     if chosen is None:
         return None
     return importlib.import_module('nova_cellsched.compat.%s' % chosen)
+
+
+@functools.lru_cache(maxsize=1)
+def release_adapter() -> types.ModuleType | None:
+    """The adapter of the running nova's series, for what no source pins.
+
+    nova's thread model and where it keeps its worker pools follow the
+    release, not a part's sources: the adapter of the tested release of
+    the installed nova's major version (``nova33`` for 33.0.3), else the
+    newest tested release's. Read from the package metadata, once, so
+    that a listing's worker never hashes sources.
+    """
+    releases = tested()
+    if not releases:
+        return None
+    major = hashing.nova_version().split('.')[0]
+    chosen = [r for r in releases if r.version.split('.')[0] == major]
+    return importlib.import_module('nova_cellsched.compat.%s'
+                                   % (chosen or releases)[-1].adapter)
 
 
 # Installing and restoring -------------------------------------------------
@@ -413,13 +499,15 @@ def install(names: Iterable[str], warn: bool = True
     and installed only if it fits and its required parts are on; a part
     that does not stays off alone. With *warn*, each part of *names*
     that stays off logs one WARNING: what differs, what nova does
-    meanwhile, what to do.
+    meanwhile, what to do; or, for a part its nova release lacks what
+    it needs for (:func:`lacking`), one INFO line saying so.
 
     :returns: per part (of *names* and their requirements), the
         problems that keep it off; [] for a part that is on.
     """
     asked = list(names)
     found: dict[str, list[str]] = {}
+    nova_chooses_threads()
     with LOCK:
         for name in _with_requirements(asked):
             part = parts_mod.BY_NAME[name]
@@ -447,7 +535,13 @@ def install(names: Iterable[str], warn: bool = True
         _release_unneeded()
     if warn:
         for name in asked:
-            if found[name]:
+            if found[name] and lacking(name) in found[name]:
+                # Known and expected on this release: nova's behaviour
+                # is the tested one, nothing to fix.
+                LOG.info("nova-cellsched's part %s, which %s, is off: %s.",
+                         name, parts_mod.BY_NAME[name].what,
+                         '; '.join(found[name]))
+            elif found[name]:
                 part = parts_mod.BY_NAME[name]
                 LOG.warning(
                     "nova-cellsched's part %s, which %s, is off: %s. "
@@ -505,6 +599,7 @@ def temporarily(name: str) -> Iterator[None]:
     For the lister's self-test (``nova-cellsched check --selftest``),
     which pages through the keyset part without installing the lister.
     """
+    nova_chooses_threads()
     with LOCK:
         if name in _ON:
             put = None

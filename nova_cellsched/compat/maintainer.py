@@ -42,6 +42,7 @@ def current() -> tuple[dict[str, str], list[str]]:
     """
     hashes = {}
     problems = []
+    core.nova_chooses_threads()
     for source in parts_mod.all_sources():
         try:
             value = core._value(source)

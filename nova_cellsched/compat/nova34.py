@@ -27,7 +27,10 @@ Only code that follows one nova release goes here:
   (:func:`list_view`, :func:`fill_faults`);
 - the end of nova-api's start-up check (:func:`raise_if_too_old`);
 - the request filter's entry in nova's list (:func:`require_cell_aggregates`,
-  part ``request_filter``).
+  part ``request_filter``);
+- how nova runs threads and where it keeps its worker pools
+  (:func:`threading_mode`, :func:`nova_pools`, :func:`reset_nova_pools`),
+  for the lister and its self-test.
 
 :mod:`.core` picks the adapter per part: the newest tested release
 whose sources the part's all equal (``sources_nova34`` for this one);
@@ -155,6 +158,11 @@ def instance_objects(ctx: Any, db_rows: Sequence[Any],
 
 
 # The view lookups (part ``view``) ------------------------------------------
+
+#: Whether nova 34's ``InstanceList.fill_faults`` asks every cell (so
+#: :func:`fill_faults` narrows it to the listed servers' cells).
+FILL_FAULTS_PER_CELL = True
+
 
 def fill_faults(self: Any) -> Any:
     """nova's ``InstanceList.fill_faults``, each server's own cell asked.
@@ -310,3 +318,38 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
     from nova_cellsched.scheduler import request_filter
 
     return request_filter.require_cell_aggregates(ctxt, request_spec)
+
+
+# The lister's threads and self-test (part ``lister``) ---------------------
+
+def threading_mode() -> bool:
+    """Whether nova runs on native threads, not eventlet's green ones.
+
+    nova 34's own answer (``nova.utils.concurrency_mode_threading``:
+    not monkey-patched by ``nova.monkey_patch``).
+    """
+    from nova import utils
+
+    return bool(utils.concurrency_mode_threading())
+
+
+def nova_pools() -> list[Any]:
+    """nova's worker pools started in this process (its cell workers...).
+
+    nova 34 keeps them in ``nova.thread_pool_factory``, one per
+    executor type, each started on first use.
+    """
+    from nova import thread_pool_factory
+
+    return list(getattr(thread_pool_factory.FACTORY, '_all_executors', {}))
+
+
+def reset_nova_pools() -> None:
+    """Stop nova's worker pools; each starts again on its next use.
+
+    nova 34's own call before a service forks its workers
+    (``nova.cmd.scheduler``).
+    """
+    from nova import thread_pool_factory
+
+    thread_pool_factory.reset_all_executors()

@@ -20,6 +20,7 @@ import testtools.content
 
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import validation
+from nova_cellsched.compat import core as compat_core
 from nova_cellsched.demo import api as demo_api
 
 #: nova's api-paste.ini as installed with nova.
@@ -109,7 +110,11 @@ class CellschedInNovaApi(fixtures.Fixture):
         before = cellsched_api.served()['cellsched']
         if self.must_list:
             self.addCleanup(self._check_served, before)
-        if self.check_validation:
+        # A nova release that validates no server-list response (nova
+        # 31 and 32: compat's LACKS) has nothing to check: the part is
+        # off there and nova answers unvalidated, as without the filter.
+        if self.check_validation and compat_core.lacking(
+                'validation') is None:
             self.addCleanup(self._check_validated, validation.validated())
 
     def _check_validated(self, before: dict[str, int]) -> None:

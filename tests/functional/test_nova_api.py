@@ -48,6 +48,7 @@ from oslo_serialization import jsonutils
 import testtools
 
 import nova_cellsched.api as cellsched_api
+from nova_cellsched import compat
 from tests.functional import nova_api
 from tests import server_timing_grammar as timing_grammar
 
@@ -426,6 +427,9 @@ class NovaApiListingTest(test.TestCase,
         nova's lookups, the same bodies.
         """
         from nova_cellsched.api import view
+        # nova 31 and 32 read faults through the list's context, not
+        # cell by cell: nothing to narrow, nova's own fill_faults runs.
+        per_cell = compat.adapter('view').FILL_FAULTS_PER_CELL
         for lean in (True, False):
             self.flags(api_view_bdms=lean, api_view_request_specs=lean,
                        api_view_faults=lean, group='cellsched')
@@ -439,7 +443,7 @@ class NovaApiListingTest(test.TestCase,
                 # every server has a spec, srv-group's is nova's.
                 specs = lean and version in ('2.96', '2.100', 'latest')
                 self.assertEqual(
-                    {'bdms': int(lean), 'faults': int(lean),
+                    {'bdms': int(lean), 'faults': int(lean and per_cell),
                      'request_specs': (len(self.servers) - 1) * specs,
                      'request_specs_nova': int(specs)},
                     used, version)
@@ -487,8 +491,11 @@ class NovaApiListingTest(test.TestCase,
             response = self._get(self.admin_api, path, True, 'latest')
             metrics = timing_grammar.parse(
                 response.headers['Server-Timing'])
-            self.assertEqual(['total', 'gather', 'merge', 'objects',
-                              'view', 'validation', 'other'], list(metrics))
+            # No validation phase where the release validates no
+            # server-list response (nova 31 and 32: the part is off).
+            self.assertEqual(['total', 'gather', 'merge', 'objects', 'view'] +
+                             (['validation'] if compat.is_on('validation')
+                              else []) + ['other'], list(metrics))
             total = float(metrics['total']['dur'])
             self.assertLessEqual(
                 sum(float(m['dur']) for name, m in metrics.items()

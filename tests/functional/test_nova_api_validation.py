@@ -38,6 +38,7 @@ from testtools.content import text_content
 
 from nova_cellsched.api import validation
 from nova_cellsched import compat
+from nova_cellsched.compat import core as compat_core
 from tests.functional import nova_api
 from tests import schema_bodies
 
@@ -58,6 +59,11 @@ class NovaApiValidationTest(test.TestCase,
     NUMBER_OF_CELLS = 2
 
     def setUp(self):
+        lacks = compat_core.lacking('validation')
+        if lacks is not None:
+            # nova 31 and 32: no response schemas on the server lists,
+            # no verdict to compare (the part is off, nova's stays).
+            self.skipTest(lacks)
         self.useFixture(nova_api.CellschedInNovaApi(
             fence=False, check_validation=False))
         super().setUp()

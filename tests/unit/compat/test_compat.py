@@ -13,6 +13,7 @@
 """One declarative list, matched as a set, each part falling back alone."""
 
 import dataclasses
+import importlib
 import inspect
 import logging
 import sys
@@ -29,6 +30,7 @@ import sqlalchemy as sa
 import nova_cellsched.api as cellsched_api
 from nova_cellsched import compat
 from nova_cellsched.compat import core
+from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
 
 CONF = nova.conf.CONF
@@ -69,6 +71,13 @@ def _listeners():
                 core._ours(t.listener, None))}
 
 
+def _running_table():
+    """The tested table of the running nova (34.0.0 here)."""
+    (table,) = [r for r in core.tested()
+                if r.version == hashing.nova_version()]
+    return table
+
+
 class _Base(base.BaseTestCase):
 
     def _changed_pinned_az(self):
@@ -83,6 +92,21 @@ class _Base(base.BaseTestCase):
         self.addCleanup(setattr, views.ViewBuilder, '_get_pinned_az',
                         original)
 
+    def _with_release(self, version, changes, lacks=None):
+        """The running nova's table plus *version*, its hashes changed so.
+
+        Only these two releases are tested meanwhile.
+        """
+        tested = _running_table()
+        other = dataclasses.replace(
+            tested, version=version,
+            hashes=dict(tested.hashes, **changes), lacks=dict(lacks or {}))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested',
+            lambda: tuple(sorted((tested, other),
+                                 key=lambda r: core.version_key(r.version)))))
+        return tested, other
+
     def setUp(self):
         super().setUp()
         objects.register_all()
@@ -96,18 +120,6 @@ class _Base(base.BaseTestCase):
 
 
 class TestMatchedAsASet(_Base):
-
-    def _with_release(self, version, changes):
-        """The tested table plus *version*, its hashes changed so."""
-        (tested,) = core.tested()
-        other = dataclasses.replace(
-            tested, version=version,
-            hashes=dict(tested.hashes, **changes))
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested',
-            lambda: tuple(sorted((tested, other),
-                                 key=lambda r: core.version_key(r.version)))))
-        return tested, other
 
     def test_a_source_passes_if_it_equals_any_tested_version(self):
         """Another tested release with another _list_view: ours passes.
@@ -135,6 +147,131 @@ class TestMatchedAsASet(_Base):
         self.assertTrue(cellsched_api.install())
         self.assertEqual(['guard', 'keyset', 'lister', 'view', 'validation'],
                          compat.on())
+
+
+    def test_a_table_per_release_is_found(self):
+        """Every ``sources_nova*.py``, oldest first, each with its adapter.
+
+        Each table has a hash for every relied-on source, and each
+        adapter has every function the parts take from an adapter.
+        """
+        self.assertEqual(['31.3.1', '32.2.1', '33.0.2', '34.0.0'],
+                         [r.version for r in core.tested()])
+        self.assertEqual(['nova31', 'nova32', 'nova33', 'nova34'],
+                         [r.adapter for r in core.tested()])
+        names = {s.name for s in parts.all_sources()}
+        needed = {t.replacement.split(':')[1] for p in parts.PARTS
+                  for t in p.targets
+                  if getattr(t, 'replacement', '').startswith('adapter:')}
+        needed |= {'raise_if_too_old', 'threading_mode', 'nova_pools',
+                   'reset_nova_pools'}
+        for release in core.tested():
+            self.assertEqual(names, set(release.hashes), release.version)
+            adapter = importlib.import_module(
+                'nova_cellsched.compat.%s' % release.adapter)
+            self.assertEqual(set(), {n for n in needed
+                                     if not callable(getattr(adapter, n,
+                                                             None))},
+                             release.adapter)
+            self.assertIsInstance(adapter.FILL_FAULTS_PER_CELL, bool)
+            self.assertLessEqual(set(release.lacks), set(parts.BY_NAME))
+
+    def test_a_source_equal_to_an_older_release_passes(self):
+        """Matched as a set: nova 33's version of a source passes on 34.
+
+        nova 34's own hash of ``nova.context.target_cell`` taken out of
+        its table: the running source still equals the version in nova
+        33's table, so the lister (and what needs it) stays on, with the
+        adapter of the newest release whose versions all its sources
+        equal.
+        """
+        name = 'nova.context.target_cell'
+        releases = core.tested()
+        older = [r.version for r in releases
+                 if r.hashes[name] == _running_table().hashes[name]]
+        self.assertIn('33.0.2', older)
+        changed = tuple(
+            dataclasses.replace(r, hashes=dict(r.hashes, **{name: 'f' * 64}))
+            if r.version == hashing.nova_version() else r
+            for r in releases)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested', lambda: changed))
+        self.assertEqual([], compat.check(['lister'])['lister'])
+        # scatter_gather_cells equals only nova 34's version: no single
+        # release has all the lister's; its adapter is the newest's.
+        self.assertEqual([], core.releases_matching(['lister']))
+        self.assertEqual('nova_cellsched.compat.nova34',
+                         compat.adapter('lister').__name__)
+
+    def test_the_adapter_is_the_release_whose_versions_all_equal(self):
+        """On nova 34 every part's adapter is nova34's, none an older one."""
+        for part in parts.PARTS:
+            self.assertEqual('nova_cellsched.compat.nova34',
+                             compat.adapter(part.name).__name__, part.name)
+            self.assertIn('34.0.0', core.releases_matching([part.name]))
+
+
+    def test_the_release_adapter_is_the_running_series(self):
+        """Thread model and pools: by nova's version, not by sources."""
+        core.release_adapter.cache_clear()
+        self.addCleanup(core.release_adapter.cache_clear)
+        for version, adapter in (('33.0.9', 'nova33'), ('31.0.0', 'nova31'),
+                                 ('35.0.0', 'nova34')):
+            core.release_adapter.cache_clear()
+            with fixtures.MonkeyPatch(
+                    'nova_cellsched.compat.hashing.nova_version',
+                    lambda v=version: v):
+                self.assertEqual('nova_cellsched.compat.' + adapter,
+                                 core.release_adapter().__name__)
+
+
+class TestLackingRelease(_Base):
+    """A release that lacks what a part needs: off, said once at INFO."""
+
+    def test_a_part_its_release_lacks_stays_off_and_says_why(self):
+        """Sources equal to that release's only: off with its reason."""
+        self._with_release('35.0.0', {
+            VIEWS + '.ViewBuilder._list_view': 'f' * 64,
+        }, lacks={'validation': 'has no response schemas'})
+        # The running nova's validation sources equal both tables, and
+        # only one lacks it: on.
+        self.assertEqual([], compat.check(['validation'])['validation'])
+        self.assertIsNone(core.lacking('validation'))
+
+        lacking = (dataclasses.replace(
+            _running_table(),
+            lacks={'validation': 'has no response schemas'}),)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested', lambda: lacking))
+        reason = 'nova 34.0.0 has no response schemas'
+        self.assertEqual(reason, core.lacking('validation'))
+        self.assertEqual([reason], compat.check(['validation'])['validation'])
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        found = compat.install(['lister', 'validation'])
+        self.assertEqual([reason], found['validation'])
+        self.assertEqual(['guard', 'keyset', 'lister'], compat.on())
+        self.assertEqual([], [line for line in logs.output.splitlines()
+                              if 'WARNING' in line or 'To fix' in line])
+        (said,) = [line for line in logs.output.splitlines()
+                   if 'is off' in line]
+        self.assertIn("nova-cellsched's part validation, which validates "
+                      'each server-list response once, compiled '
+                      '(api.validation), is off: nova 34.0.0 has no '
+                      'response schemas.', said)
+
+    def test_a_changed_source_is_not_mistaken_for_a_lacking_release(self):
+        """Sources equal to no table: the usual WARNING, not the reason."""
+        table = _running_table()
+        changed = (dataclasses.replace(
+            table, hashes=dict(table.hashes, **{
+                'nova.api.validation.query_schema': 'f' * 64}),
+            lacks={'validation': 'has no response schemas'}),)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested', lambda: changed))
+        self.assertIsNone(core.lacking('validation'))
+        (problem,) = compat.check(['validation'])['validation']
+        self.assertIn('nova.api.validation.query_schema', problem)
+        self.assertIn('source differs from the tested ones', problem)
 
 
 class TestPerPartFallback(_Base):
