@@ -402,11 +402,13 @@ class TestAdapterHooks(_Base):
         vars(module).update(changed)
         sys.modules[name] = module
         self.addCleanup(sys.modules.pop, name, None)
-        (tested,) = core.tested()
+        releases = tuple(core.tested())
+        (tested,) = [r for r in releases if r.adapter == 'nova34']
         other = dataclasses.replace(tested, version='34.0.9',
                                     adapter='nova_test')
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested', lambda: (tested, other)))
+            'nova_cellsched.compat.core.tested',
+            lambda: releases + (other,)))
         return module
 
     def test_the_listing_asks_nova_through_the_chosen_adapter(self):
