@@ -135,19 +135,17 @@ class NovaApiListingTest(test.TestCase,
                     name='srv-%s-%d' % ('abcab'[i], n), networks=network,
                     flavor_id=self.flavor_id,
                     az='nova:host%d' % n if api is self.admin_api else None)
-                servers.append(api.post_server({'server': server}))
+                created = api.post_server({'server': server})
+                servers.append(self._wait_for_state_change(created,
+                                                           'ACTIVE'))
         # One server that cannot be scheduled lands in cell0 (ERROR,
         # no host, never launched).
         flavor = self.admin_api.post_flavor({'flavor': {
             'name': 'huge', 'ram': 32768, 'vcpus': 1, 'disk': 1}})
         big = self._build_server(name='srv-huge', flavor_id=flavor['id'],
                                  networks=network)
-        servers.append(self.admin_api.post_server({'server': big}))
-        # Built side by side (one POST after the other, so created_at
-        # keeps their order), then awaited.
-        servers = [self._wait_for_state_change(
-            server, 'ERROR' if server is servers[-1] else 'ACTIVE')
-            for server in servers]
+        servers.append(self._wait_for_state_change(
+            self.admin_api.post_server({'server': big}), 'ERROR'))
         for server in servers[:-1:3]:
             self.admin_api.put_server_tags(server['id'], ['red'])
         # Servers with several tags: nova's tags-any JOIN has a row per

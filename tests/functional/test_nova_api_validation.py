@@ -83,19 +83,19 @@ class NovaApiValidationTest(test.TestCase,
         for n in (1, 2):
             self._start_compute('host%d' % n, cell_name='cell%d' % n)
         network = [{'uuid': self.neutron.network_1['id']}]
-        # Built side by side, then awaited.
-        created = [self.api.post_server({'server': self._build_server(
-            name='srv-%d' % n, networks=network, az='nova:host%d' % n)})
-            for n in (1, 2)]
+        for n in (1, 2):
+            server = self._build_server(name='srv-%d' % n,
+                                        networks=network,
+                                        az='nova:host%d' % n)
+            created = self.api.post_server({'server': server})
+            self._wait_for_state_change(created, 'ACTIVE')
+        self.api.put_server_tags(created['id'], ['red'])
         flavor = self.api.post_flavor({'flavor': {
             'name': 'huge', 'ram': 32768, 'vcpus': 1, 'disk': 1}})
         big = self._build_server(name='srv-huge', flavor_id=flavor['id'],
                                  networks=network)
-        big = self.api.post_server({'server': big})
-        for server in created:
-            self._wait_for_state_change(server, 'ACTIVE')
-        self._wait_for_state_change(big, 'ERROR')
-        self.api.put_server_tags(created[-1]['id'], ['red'])
+        self._wait_for_state_change(
+            self.api.post_server({'server': big}), 'ERROR')
         self.assertTrue(compat.is_on('validation'))
 
     def _get(self, url, version, fast):

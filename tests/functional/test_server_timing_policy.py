@@ -111,19 +111,15 @@ class ServerTimingPolicyTest(test.TestCase,
         flavor = next(f['id'] for f in self.admin_api.get_flavors()
                       if f['name'] == 'm1.tiny')
         self.member_api.microversion = 'latest'
-        created = []
         for n in range(1, 3):
             # An admin's server in each cell; the member's anywhere.
             for api, az in ((self.admin_api, 'nova:host%d' % n),
                             (self.member_api, None)):
                 api.microversion = 'latest'
-                created.append(api.post_server({
+                self._wait_for_state_change(api.post_server({
                     'server': self._build_server(
                         name='srv-%d' % n, networks=network,
-                        flavor_id=flavor, az=az)}))
-        # Built side by side, then awaited.
-        for server in created:
-            self._wait_for_state_change(server, 'ACTIVE')
+                        flavor_id=flavor, az=az)}), 'ACTIVE')
         self.logs = self.useFixture(fixtures.FakeLogger(
             name='nova_cellsched.api', level=logging.DEBUG))
 
