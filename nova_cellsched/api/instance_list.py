@@ -133,12 +133,7 @@ def nova_side() -> Any:
 
     :raises LookupError: no tested release (no ``sources_nova*.py``).
     """
-    found = compat.adapter('lister')
-    if found is None:
-        raise LookupError('nova-cellsched has no tested nova release '
-                          '(nova_cellsched/compat/sources_nova*.py): '
-                          'reinstall it')
-    return found
+    return compat.required_adapter('lister')
 
 
 def _threading() -> bool:

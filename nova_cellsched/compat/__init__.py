@@ -32,6 +32,7 @@ from nova_cellsched.compat.core import is_on
 from nova_cellsched.compat.core import LOCK
 from nova_cellsched.compat.core import on
 from nova_cellsched.compat.core import original
+from nova_cellsched.compat.core import required_adapter
 from nova_cellsched.compat.core import restore
 from nova_cellsched.compat.core import temporarily
 from nova_cellsched.compat.core import tested
@@ -39,4 +40,5 @@ from nova_cellsched.compat.parts import API_PARTS
 from nova_cellsched.compat.parts import PARTS
 
 __all__ = ['API_PARTS', 'LOCK', 'PARTS', 'adapter', 'check', 'install',
-           'is_on', 'on', 'original', 'restore', 'temporarily', 'tested']
+           'is_on', 'on', 'original', 'required_adapter', 'restore',
+           'temporarily', 'tested']

@@ -375,6 +375,20 @@ def adapter(name: str) -> types.ModuleType | None:
     return importlib.import_module('nova_cellsched.compat.%s' % chosen)
 
 
+def required_adapter(name: str) -> types.ModuleType:
+    """:func:`adapter`, for a caller that cannot go on without one.
+
+    :raises LookupError: no tested release (no ``sources_nova*.py``
+        in the installed package), which a reinstall fixes.
+    """
+    found = adapter(name)
+    if found is None:
+        raise LookupError('nova-cellsched has no tested nova release '
+                          '(nova_cellsched/compat/sources_nova*.py) for '
+                          'its part %s: reinstall it' % name)
+    return found
+
+
 @functools.lru_cache(maxsize=1)
 def release_adapter() -> types.ModuleType | None:
     """The adapter of the running nova's series, for what no source pins.

@@ -215,12 +215,8 @@ def entry() -> Callable[[Any, Any], bool]:
     """
     from nova_cellsched import compat
 
-    adapter = compat.adapter('request_filter')
-    if adapter is None:
-        raise LookupError('nova-cellsched has no tested nova release '
-                          '(nova_cellsched/compat/sources_nova*.py): '
-                          'reinstall it')
-    found: Callable[[Any, Any], bool] = adapter.require_cell_aggregates
+    found: Callable[[Any, Any], bool] = compat.required_adapter(
+        'request_filter').require_cell_aggregates
     return found
 
 
