@@ -46,7 +46,10 @@ class CellschedInNovaApi(fixtures.Fixture):
     test configuration, as nova-api loads it after reading nova.conf.
 
     :param must_list: check at cleanup that the test made at least one
-        listing through the replacement.
+        listing through the replacement; ``None``: no check either way;
+        ``False``: check that it made none (a test that runs in both of
+        nova's concurrency modes only where it lists:
+        :mod:`tests.functional.test_nova_api_suites`).
     :param fence: make nova's own instance lister fail if called (off
         for tests that compare it with ours).
     :param must_validate: check at cleanup that the filter's response
@@ -59,7 +62,7 @@ class CellschedInNovaApi(fixtures.Fixture):
         off).
     """
 
-    def __init__(self, must_list: bool = False, fence: bool = True,
+    def __init__(self, must_list: bool | None = None, fence: bool = True,
                  must_validate: bool = False,
                  check_validation: bool = True) -> None:
         super().__init__()
@@ -108,8 +111,8 @@ class CellschedInNovaApi(fixtures.Fixture):
                 'nova.compute.instance_list.InstanceLister.'
                 'get_records_sorted', _nova_lister_must_not_run))
         before = cellsched_api.served()['cellsched']
-        if self.must_list:
-            self.addCleanup(self._check_served, before)
+        if self.must_list is not None:
+            self.addCleanup(self._check_served, before, self.must_list)
         # A nova release that validates no server-list response (nova
         # 31 and 32: compat's LACKS) has nothing to check: the part is
         # off there and nova answers unvalidated, as without the filter.
@@ -128,8 +131,15 @@ class CellschedInNovaApi(fixtures.Fixture):
             raise AssertionError('no server list was validated by the '
                                  'cellsched validator')
 
-    def _check_served(self, before: int) -> None:
+    def _check_served(self, before: int, expected: bool) -> None:
         after = cellsched_api.served()['cellsched']
-        if after <= before:
+        if expected and after <= before:
             raise AssertionError('the test made no listing through the '
                                  'cellsched lister')
+        if not expected and after > before:
+            raise AssertionError(
+                'the test made %d listings through the cellsched lister, '
+                'and is not among the tests marked as listing '
+                '(tests.functional.test_nova_api_suites.LISTS): add it '
+                'there, so that it runs in both concurrency modes'
+                % (after - before))

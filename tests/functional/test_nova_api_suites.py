@@ -24,9 +24,13 @@ check that every test was served by the replacement.
 
 nova's concurrency mode is chosen per process at import time: run as
 the suite runs (``tests/__init__.py``), these tests use native threads;
-:class:`EventletMode` runs these suites again in child processes with
-eventlet monkey patching (``OS_NOVA_DISABLE_EVENTLET_PATCHING=0``), nova-api's
-other mode, a group of suites per child (:data:`EVENTLET_RUNS`).
+:class:`EventletMode` runs the list-path suites and the tests of the
+server suites that list servers (:data:`LISTS`) again in child processes
+with eventlet monkey patching (``OS_NOVA_DISABLE_EVENTLET_PATCHING=0``),
+nova-api's other mode, a group per child (:data:`EVENTLET_RUNS`). The
+server suites' other tests (boot, resize, rebuild, volumes, ...) do not
+reach the filter's lister, validation or view lookups, only its place in
+the pipeline, and run once.
 
 Not run from nova's unit ``compute/test_instance_list.py``: the tests
 that hand ``nova.context.scatter_gather_cells`` a mock returning
@@ -83,22 +87,73 @@ def nova_test_warnings() -> fixtures.WarningsFilter:
     ])
 
 
-def with_filter(base: type, must_list: bool = False,
-                must_validate: bool = False) -> type:
-    """*base* (a nova test class) run with ``nova_api.CellschedInNovaApi``."""
+def with_filter(base: type, must_list: bool | None = None,
+                must_validate: bool = False,
+                lists: frozenset[str] | None = None) -> type:
+    """*base* (a nova test class) run with ``nova_api.CellschedInNovaApi``.
+
+    :param must_list: every test lists through the filter (True), or no
+        check (None).
+    :param lists: the tests that list, and only they
+        (:data:`LISTS`); each test checks it is or is not among them.
+    """
 
     def setUp(self):
+        listing = must_list
+        if lists is not None:
+            listing = self._testMethodName in lists
         self.useFixture(nova_api.CellschedInNovaApi(
-            must_list=must_list, must_validate=must_validate))
+            must_list=listing, must_validate=must_validate))
         base.setUp(self)
         # After nova's WarningsFixture, whose "once" filter for
         # DeprecationWarning comes first otherwise.
         self.useFixture(nova_test_warnings())
 
     return type(base.__name__, (base,), {
-        'setUp': setUp, '__module__': __name__,
+        'setUp': setUp, '__module__': __name__, 'LISTS': lists,
         '__doc__': "nova's %s.%s, served by the cellsched filter."
         % (base.__module__, base.__name__)})
+
+
+#: The tests of nova's server suites that list servers through the filter
+#: (GET /servers or /servers/detail): they run in both of nova's
+#: concurrency modes (:class:`EventletMode`). The suites' other tests
+#: never reach the filter's lister, validation or view lookups (they only
+#: pass through its place in the pipeline) and run in the suite's own
+#: mode alone. Each test checks its entry at cleanup: one listed here
+#: that lists nothing fails, and so does one left out that lists.
+LISTS: dict[str, frozenset[str]] = {
+    'ServersTest': frozenset({
+        'test_create_and_delete_server', 'test_create_multiple_servers',
+        'test_create_server_with_metadata', 'test_get_servers'}),
+    'ServersTestV21': frozenset({
+        'test_create_and_delete_server', 'test_create_multiple_servers',
+        'test_create_server_with_metadata', 'test_get_servers'}),
+    'ServersTestV219': frozenset({
+        'test_create_server_with_description',
+        'test_rebuild_server_with_description',
+        'test_update_server_with_description',
+        'test_version_compatibility'}),
+    # Every test of ServerTestV269 lists (down cells at 2.69).
+    'ServerTestV269': frozenset({
+        'test_get_servers_detail_all_tenants_with_down_cells',
+        'test_get_servers_detail_filters',
+        'test_get_servers_detail_limits_with_down_cells',
+        'test_get_servers_detail_limits_with_down_cells_the_500_gift',
+        'test_get_servers_detail_marker_in_down_cells',
+        'test_get_servers_detail_marker_sorting',
+        'test_get_servers_detail_non_admin_with_deleted_flag',
+        'test_get_servers_detail_with_down_cells',
+        'test_get_servers_with_down_cells'}),
+    'ServersPreSchedulingTestCase': frozenset({
+        'test_instance_list_build_request_marker_ip_filter',
+        'test_instance_list_from_buildrequests',
+        'test_instance_list_from_buildrequests_old_service',
+        'test_instance_list_from_buildrequests_with_tags'}),
+    'EnforceVolumeBackedForZeroDiskFlavorTestCase': frozenset(),
+    'ResizeCheckInstanceHostTestCase': frozenset(),
+    'TestDeleteFromCell0CheckQuota': frozenset(),
+}
 
 
 # nova's cross-cell lister tests (functional, three cells).
@@ -108,16 +163,23 @@ TestInstanceListObjects = with_filter(func_il.TestInstanceListObjects,
                                       must_list=True)
 
 # nova-api end to end.
-ServersTest = with_filter(test_servers.ServersTest)
-ServersTestV21 = with_filter(test_servers.ServersTestV21)
-ServersTestV219 = with_filter(test_servers.ServersTestV219)
-ServerTestV269 = with_filter(test_servers.ServerTestV269)
+ServersTest = with_filter(test_servers.ServersTest,
+                          lists=LISTS['ServersTest'])
+ServersTestV21 = with_filter(test_servers.ServersTestV21,
+                             lists=LISTS['ServersTestV21'])
+ServersTestV219 = with_filter(test_servers.ServersTestV219,
+                              lists=LISTS['ServersTestV219'])
+ServerTestV269 = with_filter(test_servers.ServerTestV269,
+                             lists=LISTS['ServerTestV269'])
 ServersPreSchedulingTestCase = with_filter(
-    wsgi_test_servers.ServersPreSchedulingTestCase)
+    wsgi_test_servers.ServersPreSchedulingTestCase,
+    lists=LISTS['ServersPreSchedulingTestCase'])
 EnforceVolumeBackedForZeroDiskFlavorTestCase = with_filter(
-    wsgi_test_servers.EnforceVolumeBackedForZeroDiskFlavorTestCase)
+    wsgi_test_servers.EnforceVolumeBackedForZeroDiskFlavorTestCase,
+    lists=LISTS['EnforceVolumeBackedForZeroDiskFlavorTestCase'])
 ResizeCheckInstanceHostTestCase = with_filter(
-    wsgi_test_servers.ResizeCheckInstanceHostTestCase)
+    wsgi_test_servers.ResizeCheckInstanceHostTestCase,
+    lists=LISTS['ResizeCheckInstanceHostTestCase'])
 TestListServersIpFilter = with_filter(
     test_list_servers_ip_filter.TestListServersIpFilter, must_list=True,
     must_validate=True)
@@ -125,7 +187,8 @@ ServerListLimitMarkerCell0Test = with_filter(
     test_bug_1689692.ServerListLimitMarkerCell0Test, must_list=True,
     must_validate=True)
 TestDeleteFromCell0CheckQuota = with_filter(
-    test_bug_1670627.TestDeleteFromCell0CheckQuota)
+    test_bug_1670627.TestDeleteFromCell0CheckQuota,
+    lists=LISTS['TestDeleteFromCell0CheckQuota'])
 
 
 class UnitTestInstanceList(with_filter(unit_il.TestInstanceList)):
@@ -168,31 +231,38 @@ class ConcurrencyMode(testtools.TestCase):
         self.assertEqual(threads, nova_utils.concurrency_mode_threading())
 
 
-#: The eventlet runs, one child process each: nova's suites above in
-#: groups of about equal length, so that the test runner's workers share
-#: them (stestr hands a fresh clone's tests out round-robin: one run of
-#: all of them would be one worker's four minutes). Every suite of this
-#: module is in exactly one group (``test_every_suite_runs_under_eventlet``).
+#: The eventlet runs, one child process each: nova's list-path suites
+#: whole, and the tests of the server suites that list (:data:`LISTS`),
+#: in two groups of about equal length, so that the test runner's two
+#: workers share them (stestr hands a fresh clone's tests out
+#: round-robin). Every suite of this module is in exactly one group
+#: (``test_every_suite_runs_under_eventlet``).
 EVENTLET_RUNS: dict[str, tuple[str, ...]] = {
     'listers': ('InstanceListTestCase', 'TestInstanceListObjects',
                 'UnitTestInstanceList', 'ServerListLimitMarkerCell0Test',
                 'TestListServersIpFilter'),
-    'servers': ('ServersTest',),
-    'servers_v21': ('ServersTestV21',),
-    'microversions': ('ServersTestV219', 'ServerTestV269',
-                      'ServersPreSchedulingTestCase',
-                      'EnforceVolumeBackedForZeroDiskFlavorTestCase',
-                      'ResizeCheckInstanceHostTestCase',
-                      'TestDeleteFromCell0CheckQuota', 'ResponseValidation'),
+    'servers': tuple(LISTS) + ('ResponseValidation',),
 }
 
 
-def _skipped_in(names: typing.Iterable[str]) -> int:
-    """How many tests of the suites *names* skip on purpose."""
-    return sum(1 for name in names for attr in dir(globals()[name])
-               if attr.startswith('test_') and
-               getattr(globals()[name], attr) is
-               UnitTestInstanceList._not_applicable)
+def _eventlet_tests(suite: str) -> list[str]:
+    """The ids of the tests of *suite* that its eventlet run runs."""
+    case = globals()[suite]
+    lists = getattr(case, 'LISTS', None)
+    return ['%s.%s.%s' % (__name__, suite, name)
+            for name in _test_names(case)
+            if lists is None or name in lists]
+
+
+def _skipped_in(test_ids: typing.Iterable[str]) -> int:
+    """How many of the tests *test_ids* skip on purpose."""
+    skipped = 0
+    for test_id in test_ids:
+        suite, name = test_id.split('.')[-2:]
+        if (getattr(globals()[suite], name) is
+                UnitTestInstanceList._not_applicable):
+            skipped += 1
+    return skipped
 
 
 class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
@@ -213,8 +283,9 @@ class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
         if not nova_utils.concurrency_mode_threading():
             self.skipTest('this is the eventlet run')
         env = dict(os.environ, OS_NOVA_DISABLE_EVENTLET_PATCHING='0')
-        names = ['%s.%s' % (__name__, suite)
-                 for suite in self.suites + ('ConcurrencyMode',)]
+        tests = [test_id for suite in self.suites
+                 for test_id in _eventlet_tests(suite)]
+        names = tests + ['%s.ConcurrencyMode' % __name__]
         # Files, not pipes: under eventlet the child hangs writing to a
         # pipe (seen with nova's logging), whoever reads it.
         with tempfile.TemporaryFile() as out, \
@@ -230,10 +301,8 @@ class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
         self.assertEqual([], summary.failed, errors)
         self.assertEqual(0, proc.returncode, errors)
         # Every test of the group ran, the named skips alone skipped.
-        expected = sum(len(_test_names(globals()[suite]))
-                       for suite in self.suites) + 1
-        self.assertEqual(expected, summary.run, summary)
-        self.assertEqual(_skipped_in(self.suites), summary.skipped, summary)
+        self.assertEqual(len(tests) + 1, summary.run, summary)
+        self.assertEqual(_skipped_in(tests), summary.skipped, summary)
 
 
 class EventletRunsCoverTheModule(testtools.TestCase):
@@ -251,6 +320,18 @@ class EventletRunsCoverTheModule(testtools.TestCase):
             suites - {'EventletMode', 'EventletRunsCoverTheModule',
                       'ConcurrencyMode'},
             set(grouped))
+
+    def test_the_listing_tests_are_tests_of_their_suites(self):
+        """:data:`LISTS` names tests the running nova's suites have."""
+        for suite, names in LISTS.items():
+            self.assertEqual(set(), names - set(_test_names(
+                globals()[suite])), suite)
+            self.assertIs(names, globals()[suite].LISTS, suite)
+
+    def test_both_groups_run_tests(self):
+        for group, suites in EVENTLET_RUNS.items():
+            self.assertGreater(sum(len(_eventlet_tests(suite))
+                                   for suite in suites), 10, group)
 
 
 def _test_names(case: type) -> list[str]:
