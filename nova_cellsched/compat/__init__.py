@@ -20,7 +20,9 @@
 - ``nova<N>.py``: per release, only what differs between releases (the
   copies of nova's code, the release-specific calls);
 - :mod:`.core`: the one lock, install, restore and check;
-- :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes.
+- :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes;
+- :mod:`.pins`: writes a nova release's pin file
+  (``tools/releases/novaNN.txt``) from openstack/requirements.
 
 The contributor guide's "Where nova is touched" is the map.
 """

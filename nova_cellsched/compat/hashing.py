@@ -81,33 +81,54 @@ def _classes_in(filename: str) -> dict[str, tuple[int, int]]:
     return found
 
 
-def _class_source(cls: type) -> str:
+def _class_source(cls: type) -> tuple[str, str, int]:
+    """(source, file, first line) of *cls*."""
     filename = inspect.getsourcefile(cls)
     span = _classes_in(filename).get(cls.__name__) if filename else None
     if filename is None or span is None or cls.__qualname__ != cls.__name__:
-        return inspect.getsource(cls)
+        lines, first = inspect.getsourcelines(cls)
+        return ''.join(lines), inspect.getsourcefile(cls) or '?', first
     lines = linecache.getlines(filename)
-    return ''.join(lines[span[0] - 1:span[1]])
+    return ''.join(lines[span[0] - 1:span[1]]), filename, span[0]
 
 
-def source_text(value: Any) -> str:
-    """What :func:`source_hash` hashes: source, or repr for a value.
+def code_source(value: Any) -> tuple[str, str, int] | None:
+    """The source of a module, class or function, as it is in its file.
 
     Functions are unwrapped (nova's DB API and API decorators keep the
     original in ``__wrapped__``); their source starts at their
     decorators. A module is its whole source.
 
+    :returns: (source, file, its first line); None for a plain value
+        (not code).
     :raises OSError: the source is not installed (``.pyc`` only).
-    :raises TypeError: neither code nor a plain value.
     """
     if isinstance(value, (staticmethod, classmethod)):
         value = value.__func__
     if inspect.ismodule(value):
-        return normalise(inspect.getsource(value))
+        return inspect.getsource(value), inspect.getsourcefile(value) or '?', 1
     if inspect.isclass(value):
-        return normalise(_class_source(value))
+        return _class_source(value)
     if callable(value):
-        return normalise(inspect.getsource(inspect.unwrap(value)))
+        function = inspect.unwrap(value)
+        lines, first = inspect.getsourcelines(function)
+        return ''.join(lines), inspect.getsourcefile(function) or '?', first
+    return None
+
+
+def source_text(value: Any) -> str:
+    """What :func:`source_hash` hashes: source, or repr for a value.
+
+    Code (a module, class or function) is :func:`code_source`
+    normalised (:func:`normalise`); a plain value its ``repr`` (a set's
+    sorted).
+
+    :raises OSError: the source is not installed (``.pyc`` only).
+    :raises TypeError: neither code nor a plain value.
+    """
+    code = code_source(value)
+    if code is not None:
+        return normalise(code[0])
     if isinstance(value, (list, tuple, str, int, frozenset, set, dict)):
         if isinstance(value, (set, frozenset)):
             return repr(sorted(value))

@@ -14,25 +14,62 @@
 
 Install the nova release, then run::
 
-    python -m nova_cellsched.compat.maintainer
+    python -m nova_cellsched.compat.maintainer [--tested-python PYTHON]
+                                               [--against MAJOR]
+
+(``tools/nova-release-check NN`` builds the release's virtualenv, runs
+it there beside the default one's nova, then that release's tests.)
 
 It prints, for each relied-on source (:data:`.parts.PARTS`) that equals
-no version in the tested releases' tables, what each part relies on it
-for, then the table of the running nova as a ``sources_nova<N>.py``
-module. Read each changed source against what it is relied on for,
-adapt the release's adapter (``nova<N>.py``) if needed, run the tests,
-and save the printed module as
+no version in the tested releases' tables (or in release *MAJOR*'s
+alone), what each part relies on it for, and the parts that would be
+off on this nova. With ``--tested-python``, the Python of a virtualenv
+holding a tested nova (the default venv's nova 34), each such source is
+shown beside that nova's text of it as a unified diff (``---`` tested,
+``+++`` running), read there by a subprocess (``--source-texts``).
+Then it prints the table of the running nova as a
+``sources_nova<N>.py`` module. Read each changed source against what it
+is relied on for, adapt the release's adapter (``nova<N>.py``) if
+needed, run the tests, and save the printed module as
 ``nova_cellsched/compat/sources_nova<N>.py`` (the newest point release
 of each series).
+
+Exit status, as nova-manage's: 0 when the running nova is a tested
+release with exactly its tested sources, 1 otherwise (a source differs,
+is missing or cannot be read), 2 on bad input (one line on stderr: an
+unknown option or release, a tested side that does not run a tested
+nova).
 """
 
-from collections.abc import Callable, Sequence
+import argparse
+from collections.abc import Callable, Iterable, Sequence
+import difflib
+import json
+import os
+import pprint
+import shutil
+import subprocess
 import sys
-from typing import Any
+from typing import Any, NoReturn
+import warnings
 
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts as parts_mod
+
+PROG = 'python -m nova_cellsched.compat.maintainer'
+
+#: How long the tested side may take to import nova and read its sources.
+TESTED_SIDE_TIMEOUT = 300
+
+
+class BadInput(Exception):
+    """The command was asked something it cannot do: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise BadInput('%s (%s --help lists the options)' % (message, PROG))
 
 
 def current() -> tuple[dict[str, str], list[str]]:
@@ -98,37 +135,300 @@ def module_text(version: str, hashes: dict[str, str]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def _where(filename: str, line: int) -> str:
+    """*filename* from its ``sys.path`` entry (``nova/context.py``)."""
+    roots = sorted((os.path.join(os.path.abspath(p), '') for p in sys.path
+                    if p), key=len, reverse=True)
+    for root in roots:
+        if filename.startswith(root):
+            return '%s:%d' % (filename[len(root):], line)
+    return '%s:%d' % (filename, line)
+
+
+def source_texts(names: Iterable[str]) -> dict[str, Any]:
+    """The running nova's text of each relied-on source in *names*.
+
+    What a maintainer reads, not what is hashed: code as it is in its
+    file (:func:`.hashing.code_source`), a plain value pretty-printed.
+
+    :returns: ``{"nova": version, "sources": {name: {"text", "where",
+        "hash"}}}``; a source that is missing or cannot be read has
+        ``{"error": why}`` instead.
+    :raises BadInput: a name is no relied-on source.
+    """
+    by_name = {s.name: s for s in parts_mod.all_sources()}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise BadInput('expected relied-on sources (nova_cellsched/compat/'
+                       'parts.py), got %s' % ', '.join(unknown))
+    core.nova_chooses_threads()
+    found: dict[str, dict[str, str]] = {}
+    for name in names:
+        try:
+            value = core._value(by_name[name])
+        except (ImportError, AttributeError) as exc:
+            found[name] = {'error': '%s is missing (%s)' % (name, exc)}
+            continue
+        try:
+            digest = hashing.source_hash(value)
+            code = hashing.code_source(value)
+        except (OSError, TypeError) as exc:
+            found[name] = {'error': 'the source of %s cannot be read (%s)'
+                           % (name, exc)}
+            continue
+        if code is None:
+            shown = sorted(value) if isinstance(value, (set, frozenset)) \
+                else value
+            text, where = pprint.pformat(shown, width=72) + '\n', 'a value'
+        else:
+            text, where = code[0], _where(code[1], code[2])
+        found[name] = {'text': text, 'where': where, 'hash': digest}
+    return {'nova': hashing.nova_version(), 'sources': found}
+
+
+#: Run by the tested side's Python: this module from the running
+#: checkout (only the ``nova_cellsched`` package, not its directory's
+#: other packages), nova and the libraries from that Python's own
+#: environment. argv: the package directory, then the source names.
+_TESTED_SIDE = """
+import importlib.util, os, sys
+package = sys.argv[1]
+spec = importlib.util.spec_from_file_location(
+    'nova_cellsched', os.path.join(package, '__init__.py'),
+    submodule_search_locations=[package])
+module = importlib.util.module_from_spec(spec)
+sys.modules['nova_cellsched'] = module
+spec.loader.exec_module(module)
+from nova_cellsched.compat import maintainer
+sys.exit(maintainer.main(['--source-texts'] + sys.argv[2:]))
+"""
+
+
+def tested_texts(python: str, names: Sequence[str]) -> dict[str, Any]:
+    """:func:`source_texts` of *names* as *python*'s nova has them.
+
+    *python* is the interpreter of another virtualenv (one with a tested
+    nova); it runs this checkout's ``nova_cellsched``, its own nova.
+
+    :raises BadInput: *python* does not run, or fails (its last line).
+    """
+    package = os.path.dirname(os.path.dirname(os.path.abspath(
+        core.__file__)))
+    try:
+        result = subprocess.run(  # noqa: S603 - the maintainer's Python
+            [python, '-c', _TESTED_SIDE, package] + list(names),
+            capture_output=True, text=True, timeout=TESTED_SIDE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BadInput('expected --tested-python to be the Python of a '
+                       'virtualenv with a tested nova, got %s (%s)'
+                       % (python, exc))
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        said = (result.stderr.strip().splitlines() or ['no output'])[-1]
+        raise BadInput('expected --tested-python %s to read its nova\'s '
+                       'sources, it exited %d: %s'
+                       % (python, result.returncode, said))
+    try:
+        answer: dict[str, Any] = json.loads(lines[-1])
+    except ValueError:
+        raise BadInput('expected --tested-python %s to answer one JSON '
+                       'line, got %r' % (python, lines[-1][:200]))
+    return answer
+
+
+def side_by_side(name: str, tested: dict[str, str], tested_label: str,
+                 running: dict[str, str], running_label: str) -> str:
+    """A unified diff of *name*: the tested text (``-``), the running one.
+
+    *tested* and *running* are :func:`source_texts` entries; a missing
+    one (``error``) is an empty side, its reason in the header.
+    """
+    def side(entry: dict[str, str], label: str) -> tuple[list[str], str]:
+        if 'error' in entry:
+            return [], '%s: %s' % (label, entry['error'])
+        return (entry['text'].splitlines(keepends=True),
+                '%s %s' % (label, entry['where']))
+
+    old, old_label = side(tested, tested_label)
+    new, new_label = side(running, running_label)
+    lines = list(difflib.unified_diff(old, new, old_label, new_label))
+    if not lines and not old:
+        return '(%s: on neither side: %s; %s)\n' % (name, old_label,
+                                                    new_label)
+    if not lines:
+        return ('(%s: the same text on both sides; the tested side\'s '
+                'nova is not as its table has it)\n' % name)
+    return ''.join(line if line.endswith('\n') else line + '\n'
+                   for line in lines)
+
+
+def relied_on(name: str) -> list[tuple[str, str]]:
+    """(part, what it relies on *name* for), each part relying on it."""
+    return [(part.name, source.why) for part in parts_mod.PARTS
+            for source in part.sources if source.name == name]
+
+
+def parts_off(changed: Iterable[str],
+              releases: Sequence[core.Release]) -> dict[str, str]:
+    """The parts that would be off on the running nova, and why.
+
+    A part is off when a source of it is in *changed* (equals no
+    version of *releases*), when a part it requires is off, or when the
+    releases its sources equal all lack it (:func:`.core.lacking`).
+    The parts' own checks (signatures, the thread model) are not run:
+    ``nova-cellsched check --api-paste`` runs them in the service.
+    """
+    changed = set(changed)
+    off: dict[str, str] = {}
+    for part in parts_mod.PARTS:
+        differing = [s.name for s in part.sources if s.name in changed]
+        required = [name for name in part.requires if name in off]
+        if differing:
+            off[part.name] = '%d relied-on source%s differ%s' % (
+                len(differing), '' if len(differing) == 1 else 's',
+                's' if len(differing) == 1 else '')
+        elif required:
+            off[part.name] = 'requires %s' % ', '.join(required)
+        else:
+            reason = core.lacking(part.name, releases)
+            if reason is not None:
+                off[part.name] = reason
+    return off
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG, description="What of nova's relied-on sources differs "
+        'on the running nova, and its sources_nova<N>.py table.')
+    parser.add_argument(
+        '--tested-python', metavar='PYTHON',
+        help='Python of a virtualenv with a tested nova (e.g. the default '
+             "venv's .venv/bin/python, nova 34): each differing source is "
+             "shown beside that nova's text of it.")
+    parser.add_argument(
+        '--against', metavar='MAJOR', type=int,
+        help='Compare with that tested release alone (e.g. 34), as if it '
+             'were the only one; default: every tested release.')
+    parser.add_argument(
+        '--table', metavar='PATH',
+        help='Write the running nova\'s sources_nova<N>.py table there '
+             'instead of printing it.')
+    parser.add_argument(
+        '--source-texts', nargs='*', metavar='NAME',
+        help='Print the running nova\'s text of these relied-on sources '
+             'as one JSON line, and nothing else (what --tested-python '
+             'runs on the tested side).')
+    return parser
+
+
 def main(argv: Sequence[str] | None = None,
          write: Callable[[str], Any] = sys.stdout.write) -> int:
     """Print what changed and the running nova's table.
 
     Exit 0 if the running nova is a tested release with exactly its
-    tested sources, 1 otherwise.
+    tested sources, 1 otherwise, 2 on bad input (one line on stderr).
     """
+    # futurist (under nova's database code) imports eventlet when it is
+    # installed, and eventlet warns on import: not this command's news.
+    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    try:
+        return _main(_parser().parse_args(argv), write)
+    except BadInput as exc:
+        sys.stderr.write('%s: error: %s\n' % (PROG, exc))
+        return 2
+
+
+def _main(args: argparse.Namespace, write: Callable[[str], Any]) -> int:
+    if args.source_texts is not None:
+        write(json.dumps(source_texts(args.source_texts)) + '\n')
+        return 0
+    releases = core.tested()
+    if args.against is not None:
+        releases = tuple(r for r in releases
+                         if r.version.split('.')[0] == str(args.against))
+        if not releases:
+            raise BadInput('expected --against to name a tested nova major '
+                           'release (one of %s), got %d' % (
+                               ', '.join(r.version.split('.')[0]
+                                         for r in core.tested()),
+                               args.against))
+    if args.tested_python and shutil.which(args.tested_python) is None:
+        raise BadInput('expected --tested-python to be the Python of a '
+                       'virtualenv with a tested nova (e.g. .venv/bin/'
+                       'python), got %s: no such program'
+                       % args.tested_python)
     version = hashing.nova_version()
     hashes, unreadable = current()
+    by_name = {s.name: s for s in parts_mod.all_sources()}
+    changed = [name for name in by_name if name not in hashes] + [
+        name for name, digest in hashes.items()
+        if not any(r.hashes.get(name) == digest for r in releases)]
+    theirs = None
+    if args.tested_python:
+        # Asked before anything is written: a tested side that cannot
+        # answer is bad input whether or not anything differs.
+        theirs = tested_texts(args.tested_python, changed)
+        if theirs['nova'] not in {r.version for r in releases}:
+            raise BadInput(
+                'expected --tested-python to run a tested nova (%s), got '
+                'nova %s in %s' % (', '.join(r.version for r in releases),
+                                   theirs['nova'], args.tested_python))
+    if args.table:
+        try:
+            with open(args.table, 'w') as handle:
+                handle.write(module_text(version, hashes))
+        except OSError as exc:
+            raise BadInput('expected --table to be a file to write, got %s '
+                           '(%s)' % (args.table, exc.strerror))
     for line in unreadable:
         write('ERROR: %s\n' % line)
-    releases = core.tested()
     known = {r.version: r.hashes for r in releases}.get(version)
-    by_name = {s.name: s for s in parts_mod.all_sources()}
-    users: dict[str, list[str]] = {}
-    for part in parts_mod.PARTS:
-        for source in part.sources:
-            users.setdefault(source.name, []).append(part.name)
-    changed = [name for name, digest in hashes.items()
-               if not any(r.hashes.get(name) == digest for r in releases)]
     write('# nova %s against tested nova %s: %d of %d relied-on sources '
           'equal no tested version\n'
           % (version, ', '.join(r.version for r in releases) or 'none',
-             len(changed), len(hashes)))
+             len(changed), len(by_name)))
     for name in changed:
         write('#   %s (part %s; relied on: %s)\n'
-              % (name, ', '.join(users[name]), by_name[name].why))
-    write('# Save as nova_cellsched/compat/sources_nova%s.py once the '
-          'tests pass:\n' % version.split('.')[0])
-    write(module_text(version, hashes))
+              % (name, ', '.join(part for part, _why in relied_on(name)),
+                 by_name[name].why))
+    off = parts_off(changed, releases)
+    write('# parts off on nova %s: %s\n' % (version, '; '.join(
+        '%s (%s)' % item for item in off.items()) or 'none'))
+    if theirs is not None and changed:
+        _write_side_by_side(theirs, changed, version, write)
+    destination = 'nova_cellsched/compat/sources_nova%s.py' % (
+        version.split('.')[0])
+    if args.table:
+        write('# The table of nova %s: %s (save as %s once the tests '
+              'pass)\n' % (version, args.table, destination))
+    else:
+        write('# Save as %s once the tests pass:\n' % destination)
+        write(module_text(version, hashes))
     return 0 if not unreadable and known == hashes else 1
+
+
+def _write_side_by_side(theirs: dict[str, Any], changed: Sequence[str],
+                        version: str, write: Callable[[str], Any]) -> None:
+    """Each changed source beside the tested side's text of it.
+
+    *theirs*: :func:`tested_texts` of *changed*.
+    """
+    ours = source_texts(changed)['sources']
+    tested_version = theirs['nova']
+    table = {r.version: r for r in core.tested()}[tested_version].hashes
+    for name in changed:
+        tested = theirs['sources'][name]
+        write('\n## %s\n' % name)
+        for part, why in relied_on(name):
+            write('#  part %s relies on it for: %s\n' % (part, why))
+        if 'hash' in tested and tested['hash'] != table.get(name):
+            write('#  (nova %s of the tested side is not as its table has '
+                  'it: hash %s, the table\'s %s)\n' % (
+                      tested_version, tested['hash'][:16],
+                      (table.get(name) or 'none')[:16]))
+        write(side_by_side(name, tested, 'nova %s (tested)' % tested_version,
+                           ours[name], 'nova %s' % version))
+    write('\n')
 
 
 if __name__ == '__main__':
