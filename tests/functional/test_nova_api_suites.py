@@ -30,7 +30,9 @@ with eventlet monkey patching (``OS_NOVA_DISABLE_EVENTLET_PATCHING=0``),
 nova-api's other mode, a group per child (:data:`EVENTLET_RUNS`). The
 server suites' other tests (boot, resize, rebuild, volumes, ...) do not
 reach the filter's lister, validation or view lookups, only its place in
-the pipeline, and run once.
+the pipeline, and run once: in nova's /v2.1 pipeline
+(``ServersTestV21``), not again in the legacy /v2 one (``ServersTest``
+runs its four tests that list).
 
 Not run from nova's unit ``compute/test_instance_list.py``: the tests
 that hand ``nova.context.scatter_gather_cells`` a mock returning
@@ -87,15 +89,22 @@ def nova_test_warnings() -> fixtures.WarningsFilter:
     ])
 
 
+def _test_names(case: type) -> list[str]:
+    return unittest.TestLoader().getTestCaseNames(case)
+
+
 def with_filter(base: type, must_list: bool | None = None,
                 must_validate: bool = False,
-                lists: frozenset[str] | None = None) -> type:
+                lists: frozenset[str] | None = None,
+                only_listing: bool = False) -> type:
     """*base* (a nova test class) run with ``nova_api.CellschedInNovaApi``.
 
     :param must_list: every test lists through the filter (True), or no
         check (None).
     :param lists: the tests that list, and only they
         (:data:`LISTS`); each test checks it is or is not among them.
+    :param only_listing: run only the tests in *lists* (the others are
+        another suite's too).
     """
 
     def setUp(self):
@@ -109,10 +118,15 @@ def with_filter(base: type, must_list: bool | None = None,
         # DeprecationWarning comes first otherwise.
         self.useFixture(nova_test_warnings())
 
-    return type(base.__name__, (base,), {
+    attrs = {
         'setUp': setUp, '__module__': __name__, 'LISTS': lists,
         '__doc__': "nova's %s.%s, served by the cellsched filter."
-        % (base.__module__, base.__name__)})
+        % (base.__module__, base.__name__)}
+    if only_listing:
+        # None: not a test method for unittest's loader.
+        attrs.update((name, None) for name in _test_names(base)
+                     if name not in (lists or ()))
+    return type(base.__name__, (base,), attrs)
 
 
 #: The tests of nova's server suites that list servers through the filter
@@ -162,9 +176,11 @@ InstanceListTestCase = with_filter(func_il.InstanceListTestCase,
 TestInstanceListObjects = with_filter(func_il.TestInstanceListObjects,
                                       must_list=True)
 
-# nova-api end to end.
+# nova-api end to end. ServersTestV21 is ServersTest at /v2.1: the same
+# tests through nova's other pipeline, where the filter stands the same
+# way. The legacy /v2 pipeline runs only the tests that list.
 ServersTest = with_filter(test_servers.ServersTest,
-                          lists=LISTS['ServersTest'])
+                          lists=LISTS['ServersTest'], only_listing=True)
 ServersTestV21 = with_filter(test_servers.ServersTestV21,
                              lists=LISTS['ServersTestV21'])
 ServersTestV219 = with_filter(test_servers.ServersTestV219,
@@ -332,10 +348,6 @@ class EventletRunsCoverTheModule(testtools.TestCase):
         for group, suites in EVENTLET_RUNS.items():
             self.assertGreater(sum(len(_eventlet_tests(suite))
                                    for suite in suites), 10, group)
-
-
-def _test_names(case: type) -> list[str]:
-    return unittest.TestLoader().getTestCaseNames(case)
 
 
 #: subunit.run, then exit at once: under eventlet, threads nova's
