@@ -32,8 +32,8 @@ up. Two guards keep that bounded in a long-running nova-api worker:
   (:mod:`nova_cellsched.compat`) are of a
   subclass whose timeouts are this thread's inside the block and the
   connection's own everywhere else, so nova's other threads keep their
-  settings; the cell connections pooled before the part was on are
-  closed when it turns on (:func:`_close_idle_cell_connections`), not
+  settings; the PyMySQL cell connections pooled before the part was on
+  are closed when it turns on (:func:`_close_idle_cell_connections`), not
   changed in place (the pool pings a connection before its ``checkout``
   event, so a change there came one ping late).
   Other drivers keep theirs: for them, put a read timeout in the cell's
