@@ -52,3 +52,27 @@ def skip_module_unless_nova_api_part() -> None:
     """
     if not nova_api_part_runs():
         raise unittest.SkipTest(NOVA_API_SKIP)
+
+
+def running_table():
+    """The running nova's table of tested sources (:func:`.core.tested`).
+
+    Its ``version``, ``adapter`` and ``lacks`` are what the nova-api
+    filter's tests expect of this release. Imports the plugin (and nova):
+    call it from a test, not at import.
+    """
+    from nova_cellsched.compat import core
+
+    (table,) = [r for r in core.tested() if r.version == NOVA_VERSION]
+    return table
+
+
+def api_parts_on():
+    """The nova-api filter's parts an install turns on here, in order.
+
+    Every part of a full install but those the release lacks (the
+    response validation on nova 31 and 32: ``LACKS`` of its table).
+    """
+    lacks = running_table().lacks
+    return [name for name in ('guard', 'keyset', 'lister', 'view',
+                              'validation') if name not in lacks]

@@ -32,8 +32,8 @@ up. Two guards keep that bounded in a long-running nova-api worker:
   (:mod:`nova_cellsched.compat`) are of a
   subclass whose timeouts are this thread's inside the block and the
   connection's own everywhere else, so nova's other threads keep their
-  settings; the cell connections pooled before the part was on are
-  closed when it turns on (:func:`_close_idle_cell_connections`), not
+  settings; the PyMySQL cell connections pooled before the part was on
+  are closed when it turns on (:func:`_close_idle_cell_connections`), not
   changed in place (the pool pings a connection before its ``checkout``
   event, so a change there came one ping late).
   Other drivers keep theirs: for them, put a read timeout in the cell's
@@ -204,7 +204,7 @@ def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
 
 
 def _close_idle_cell_connections() -> None:
-    """Close the connections waiting in the cell pools nova made so far.
+    """Close the PyMySQL connections waiting in the cell pools nova made.
 
     Called by :mod:`nova_cellsched.compat` when the ``guard`` part
     turns on. A connection made before is PyMySQL's own class,
@@ -216,10 +216,21 @@ def _close_idle_cell_connections() -> None:
     cell's next use connects anew, through :func:`_on_do_connect` (one
     connect per pooled connection, once). Checked-out connections are
     not touched (none are when the part turns on, before any request).
+
+    Only the pools of engines already started and speaking PyMySQL, the
+    only driver the part changes: an engine not started yet has no
+    connection (starting it here would connect), and another driver's
+    pool keeps its connections. Closing those gained nothing and lost
+    data where the connection is the database: an in-memory SQLite cell
+    (``sqlite://``, one connection in a ``StaticPool``), as in nova's
+    own test fixtures of nova 31 to 33, came back empty.
     """
     from nova import context as nova_context
 
     for manager, _mq in list(nova_context.CELL_CACHE.values()):
-        dispose = getattr(manager, 'dispose_pool', None)
-        if dispose is not None:
-            dispose()
+        if not getattr(manager, 'is_started', False):
+            continue
+        engines = {manager.writer.get_engine(), manager.reader.get_engine()}
+        for engine in engines:
+            if _is_pymysql(engine.dialect):
+                engine.pool.dispose()

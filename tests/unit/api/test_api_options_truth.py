@@ -19,10 +19,15 @@ the uwsgi master reloads the workers, which read nova.conf again. So no
 "can be changed without restarting"), every help text says a change
 takes effect when the workers are reloaded, and none tells the operator
 to "send nova-api a SIGHUP" as if a running worker re-read its options.
+nova 31 still ships the deprecated eventlet ``nova-api`` (oslo.service,
+whose SIGHUP runs the mutate hooks): there a SIGHUP leaves every
+``api_*`` option as it was, since none is mutable.
 """
 
 import importlib.util
 import io
+import os
+import tempfile
 
 from oslo_config import cfg
 from oslo_config import generator
@@ -30,13 +35,38 @@ from oslotest import base
 
 from nova_cellsched.api import patch
 from nova_cellsched import conf
+from tests import releases
 
 
 class ApiOptionsTest(base.BaseTestCase):
 
     def test_nova_api_has_no_service_that_runs_mutate_hooks(self):
-        """What the texts rest on: nova 34 ships no eventlet nova-api."""
-        self.assertIsNone(importlib.util.find_spec('nova.cmd.api'))
+        """What the texts rest on: nova 32 on ships no eventlet nova-api.
+
+        nova 31 ships the deprecated one (``nova.cmd.api``), removed in
+        nova 32: there its SIGHUP changes none of these options
+        (:meth:`test_mutate_hooks_change_no_api_option`).
+        """
+        self.assertEqual(releases.NOVA_MAJOR <= 31,
+                         importlib.util.find_spec('nova.cmd.api') is not None)
+
+    def test_mutate_hooks_change_no_api_option(self):
+        """What an oslo.service SIGHUP does: each option keeps its value."""
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, 'nova.conf')
+            with open(path, 'w') as f:
+                f.write('[cellsched]\n')
+            options = cfg.ConfigOpts()
+            options.register_opts(conf.api_opts, group=conf.GROUP_NAME)
+            options(['--config-file', path])
+            before = {opt.name: options.cellsched[opt.name]
+                      for opt in conf.api_opts}
+            with open(path, 'w') as f:
+                f.write('[cellsched]\napi_lister = %s\n'
+                        % (not before['api_lister']))
+            options.mutate_config_files()
+            self.assertEqual(before, {opt.name: options.cellsched[opt.name]
+                                      for opt in conf.api_opts})
 
     def test_no_api_option_is_declared_mutable(self):
         names = [opt.name for opt in conf.api_opts]

@@ -252,6 +252,47 @@ class TestMadeBeforeInstall(base.BaseTestCase):
         self.assertEqual(made + 1, self.proxy.connections)
 
 
+class TestOtherCellsAtInstall(base.BaseTestCase):
+    """Turning the part on leaves alone what it does not change.
+
+    Only PyMySQL connections get the thread-bound timeouts, so only
+    theirs are closed: another driver's pool keeps its connections (an
+    in-memory SQLite cell, one connection in a ``StaticPool``, is its
+    database: nova's own test fixtures of nova 31 to 33 make their
+    cells so), and a cell nova has not used yet is not connected to.
+    """
+
+    def setUp(self):
+        super().setUp()
+        compat.restore(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
+
+    def _cell(self, connection):
+        manager = enginefacade.transaction_context()
+        manager.configure(connection=connection)
+        self.addCleanup(manager.dispose_pool)
+        cell = uuidutils.generate_uuid()
+        nova_context.CELL_CACHE[cell] = (manager, None)
+        self.addCleanup(nova_context.CELL_CACHE.pop, cell, None)
+        return manager
+
+    def test_an_in_memory_sqlite_cell_keeps_its_data(self):
+        manager = self._cell('sqlite://')
+        with manager.writer.get_engine().begin() as connection:
+            connection.exec_driver_sql('CREATE TABLE services (id INTEGER)')
+            connection.exec_driver_sql('INSERT INTO services VALUES (7)')
+        compat.install(['guard'])
+        with manager.reader.get_engine().connect() as connection:
+            self.assertEqual([7], connection.exec_driver_sql(
+                'SELECT id FROM services').scalars().all())
+
+    def test_a_cell_not_used_yet_is_not_connected_to(self):
+        manager = self._cell('mysql+pymysql://nobody@127.0.0.1:%d/nova'
+                             % _closed_port())
+        compat.install(['guard'])
+        self.assertFalse(manager.is_started)
+
+
 def _closed_port():
     """A loopback port nothing listens on (connections are refused)."""
     sock = socket.socket()

@@ -40,8 +40,22 @@ from testtools.content import text_content
 from nova_cellsched.api import schema_compiler
 from nova_cellsched.api import validation
 from nova_cellsched import compat
+from nova_cellsched.compat import core as compat_core
 from nova_cellsched.compat import hashing
 from tests import schema_bodies
+
+
+def _skip_where_nova_validates_no_list(test_case):
+    """Skip *test_case* on a release whose server lists have no schema.
+
+    nova 31 and 32 attach no response schema to
+    ``ServersController.index`` and ``detail``: there is no verdict of
+    nova's to compare with, and the part stays off (its table says why:
+    ``LACKS``). The compiler's own tests run on every release.
+    """
+    lacks = compat_core.lacking('validation')
+    if lacks is not None:
+        test_case.skipTest(lacks)
 
 
 def _number_from_str(value):
@@ -84,6 +98,7 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         """api-samples bodies and their mutations, every schema: nova's
         verdict on each, from the compiled validator.
         """
+        _skip_where_nova_validates_no_list(self)
         counts = schema_bodies.new_counts()
         mismatches = []
         self._compare_templates(counts, mismatches)
@@ -133,6 +148,7 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         jsonschema's standard formats disagrees with nova (whose uuid
         format accepts a uuid without dashes).
         """
+        _skip_where_nova_validates_no_list(self)
         schema = schema_bodies.response_schemas('detail')[0][0]
         standard = schema_compiler.compile_schema(
             schema, jsonschema.Draft202012Validator.FORMAT_CHECKER,
@@ -154,6 +170,7 @@ class TestValidateResponse(test.NoDBTestCase):
 
     def setUp(self):
         super().setUp()
+        _skip_where_nova_validates_no_list(self)
         self.schemas = schema_bodies.response_schemas('detail')
         self.ours = [validation._Schema(*s) for s in self.schemas]
         self.body = schema_bodies.template_bodies('detail')['v2.100']
@@ -347,6 +364,7 @@ class TestInstall(test.NoDBTestCase):
 
     def setUp(self):
         super().setUp()
+        _skip_where_nova_validates_no_list(self)
         from nova.api.openstack.compute import servers
         self.controller = servers.ServersController
         self.original = {name: self.controller.__dict__[name]

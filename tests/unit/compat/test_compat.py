@@ -32,6 +32,7 @@ from nova_cellsched import compat
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
+from tests import releases
 
 CONF = nova.conf.CONF
 VIEWS = 'nova.api.openstack.compute.views.servers'
@@ -72,10 +73,41 @@ def _listeners():
 
 
 def _running_table():
-    """The tested table of the running nova (34.0.0 here)."""
-    (table,) = [r for r in core.tested()
-                if r.version == hashing.nova_version()]
-    return table
+    """The tested table of the running nova (say 34.0.0)."""
+    return releases.running_table()
+
+
+def _running_adapter():
+    """The running nova's adapter module's name (say ...compat.nova34)."""
+    return 'nova_cellsched.compat.' + _running_table().adapter
+
+
+def _later_point_release():
+    """An untested point release of the running series (34.0.0: 34.0.7)."""
+    major, minor, patch = releases.NOVA_VERSION.split('.')[:3]
+    return '%s.%s.%d' % (major, minor, int(patch) + 5)
+
+
+def _without_lacked(found):
+    """*found* (part -> problems) less the parts this release lacks.
+
+    nova 31 and 32 lack what the response validation needs: there its
+    problems are exactly that reason (checked here).
+    """
+    lacks = _running_table().lacks
+    for name, why in lacks.items():
+        if name in found:
+            assert found[name] == ['nova %s %s' % (releases.NOVA_VERSION,
+                                                   why)], found[name]
+    return {name: problems for name, problems in found.items()
+            if name not in lacks}
+
+
+def _off_lines(output):
+    """The "is off" lines logged, but those of a part the release lacks."""
+    lacks = _running_table().lacks
+    return [line for line in output.splitlines() if 'is off' in line and
+            not any("part %s, which" % name in line for name in lacks)]
 
 
 class _Base(base.BaseTestCase):
@@ -124,29 +156,32 @@ class TestMatchedAsASet(_Base):
     def test_a_source_passes_if_it_equals_any_tested_version(self):
         """Another tested release with another _list_view: ours passes.
 
-        The running nova's source equals the 34.0.0 version only; the
-        part fits, and its adapter is the one of the release whose
-        versions all its sources equal.
+        The running nova's source equals its own release's version only
+        (34.0.0 on nova 34); the part fits, and its adapter is the one of
+        the release whose versions all its sources equal.
         """
         name = VIEWS + '.ViewBuilder._list_view'
         self._with_release('35.0.0', {name: 'f' * 64})
         self.assertEqual({'lister': [], 'guard': [], 'keyset': [],
                           'view': []},
                          compat.check(['view']))
-        self.assertEqual('nova_cellsched.compat.nova34',
+        self.assertEqual(_running_adapter(),
                          compat.adapter('view').__name__)
-        self.assertEqual(['34.0.0'], core.releases_matching(['view']))
-        self.assertEqual(['34.0.0', '35.0.0'],
+        self.assertEqual([releases.NOVA_VERSION],
+                         core.releases_matching(['view']))
+        self.assertEqual([releases.NOVA_VERSION, '35.0.0'],
                          core.releases_matching(['startup']))
 
     def test_an_untouched_point_release_passes_every_part(self):
+        version = _later_point_release()
         self.useFixture(fixtures.MonkeyPatch(
-            'importlib.metadata.version', lambda name: '34.0.7'))
-        self.assertEqual([], [name for name, problems
-                              in compat.check().items() if problems])
+            'importlib.metadata.version', lambda name: version))
+        found = compat.check()
+        self.assertEqual(sorted(_running_table().lacks),
+                         sorted(name for name, problems in found.items()
+                                if problems))
         self.assertTrue(cellsched_api.install())
-        self.assertEqual(['guard', 'keyset', 'lister', 'view', 'validation'],
-                         compat.on())
+        self.assertEqual(releases.api_parts_on(), compat.on())
 
 
     def test_a_table_per_release_is_found(self):
@@ -204,11 +239,24 @@ class TestMatchedAsASet(_Base):
                          compat.adapter('lister').__name__)
 
     def test_the_adapter_is_the_release_whose_versions_all_equal(self):
-        """On nova 34 every part's adapter is nova34's, none an older one."""
+        """Each part's adapter: the newest release its sources all equal.
+
+        The running release is always one of them (its own table), and
+        on the newest tested release (nova 34) every part's adapter is
+        its own. On an older one, a part whose sources a newer release
+        left unchanged takes the newer adapter (the scheduler's request
+        filter on nova 33 takes nova34's, say).
+        """
+        newest = core.tested()[-1]
         for part in parts.PARTS:
-            self.assertEqual('nova_cellsched.compat.nova34',
+            matching = core.releases_matching([part.name])
+            self.assertIn(releases.NOVA_VERSION, matching, part.name)
+            (chosen,) = [r.adapter for r in core.tested()
+                         if r.version == matching[-1]]
+            self.assertEqual('nova_cellsched.compat.' + chosen,
                              compat.adapter(part.name).__name__, part.name)
-            self.assertIn('34.0.0', core.releases_matching([part.name]))
+            if releases.NOVA_VERSION == newest.version:
+                self.assertEqual(newest.adapter, chosen, part.name)
 
 
     def test_the_release_adapter_is_the_running_series(self):
@@ -229,39 +277,43 @@ class TestLackingRelease(_Base):
     """A release that lacks what a part needs: off, said once at INFO."""
 
     def test_a_part_its_release_lacks_stays_off_and_says_why(self):
-        """Sources equal to that release's only: off with its reason."""
-        self._with_release('35.0.0', {
-            VIEWS + '.ViewBuilder._list_view': 'f' * 64,
-        }, lacks={'validation': 'has no response schemas'})
-        # The running nova's validation sources equal both tables, and
-        # only one lacks it: on.
-        self.assertEqual([], compat.check(['validation'])['validation'])
-        self.assertIsNone(core.lacking('validation'))
+        """Sources equal to that release's only: off with its reason.
 
-        lacking = (dataclasses.replace(
-            _running_table(),
-            lacks={'validation': 'has no response schemas'}),)
+        The view lookups, which every tested release has, stand for the
+        part (nova 31 and 32 lack the response validation for real).
+        """
+        reason = 'has no view lookups per cell'
+        self._with_release('35.0.0', {
+            'nova.api.validation.query_schema': 'f' * 64,
+        }, lacks={'view': reason})
+        # The running nova's view sources equal both tables, and only one
+        # lacks it: on.
+        self.assertEqual([], compat.check(['view'])['view'])
+        self.assertIsNone(core.lacking('view'))
+
+        lacking = (dataclasses.replace(_running_table(),
+                                       lacks={'view': reason}),)
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.compat.core.tested', lambda: lacking))
-        reason = 'nova 34.0.0 has no response schemas'
-        self.assertEqual(reason, core.lacking('validation'))
-        self.assertEqual([reason], compat.check(['validation'])['validation'])
+        said_reason = 'nova %s %s' % (releases.NOVA_VERSION, reason)
+        self.assertEqual(said_reason, core.lacking('view'))
+        self.assertEqual([said_reason], compat.check(['view'])['view'])
         logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
-        found = compat.install(['lister', 'validation'])
-        self.assertEqual([reason], found['validation'])
+        found = compat.install(['lister', 'view'])
+        self.assertEqual([said_reason], found['view'])
         self.assertEqual(['guard', 'keyset', 'lister'], compat.on())
         self.assertEqual([], [line for line in logs.output.splitlines()
                               if 'WARNING' in line or 'To fix' in line])
         (said,) = [line for line in logs.output.splitlines()
                    if 'is off' in line]
-        self.assertIn("nova-cellsched's part validation, which validates "
-                      'each server-list response once, compiled '
-                      '(api.validation), is off: nova 34.0.0 has no '
-                      'response schemas.', said)
+        self.assertIn("nova-cellsched's part view, which reads what the "
+                      "server list's view shows from the listed cells only "
+                      '(api.view), is off: %s.' % said_reason, said)
 
     def test_a_changed_source_is_not_mistaken_for_a_lacking_release(self):
         """Sources equal to no table: the usual WARNING, not the reason."""
         table = _running_table()
+        really_lacks = bool(table.lacks)
         changed = (dataclasses.replace(
             table, hashes=dict(table.hashes, **{
                 'nova.api.validation.query_schema': 'f' * 64}),
@@ -269,9 +321,13 @@ class TestLackingRelease(_Base):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.compat.core.tested', lambda: changed))
         self.assertIsNone(core.lacking('validation'))
-        (problem,) = compat.check(['validation'])['validation']
+        # First the source; then, where nova has no response schemas (31,
+        # 32), what the part's checks find missing: never the reason.
+        problem, *checks = compat.check(['validation'])['validation']
         self.assertIn('nova.api.validation.query_schema', problem)
         self.assertIn('source differs from the tested ones', problem)
+        self.assertEqual(really_lacks, bool(checks), checks)
+        self.assertNotIn('has no response schemas', ' '.join(checks))
 
 
 class TestPerPartFallback(_Base):
@@ -281,10 +337,9 @@ class TestPerPartFallback(_Base):
         self._changed_pinned_az()
         logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.assertTrue(cellsched_api.install())
-        self.assertEqual(['guard', 'keyset', 'lister', 'validation'],
-                         compat.on())
-        warnings = [line for line in logs.output.splitlines()
-                    if 'is off' in line]
+        on = [name for name in releases.api_parts_on() if name != 'view']
+        self.assertEqual(on, compat.on())
+        warnings = _off_lines(logs.output)
         self.assertEqual(1, len(warnings), logs.output)
         self.assertIn("nova-cellsched's part view, which reads what the "
                       "server list's view shows from the listed cells only",
@@ -297,14 +352,14 @@ class TestPerPartFallback(_Base):
                       'with this nova', warnings[0])
         (info,) = [line for line in logs.output.splitlines()
                    if 'nova-cellsched serves' in line]
-        self.assertIn('parts on: guard, keyset, lister, validation;', info)
+        self.assertIn('parts on: %s;' % ', '.join(on), info)
         from nova.api.openstack.compute.views import servers as views
         self.assertEqual(VIEWS,
                          views.ViewBuilder.__dict__['_list_view'].__module__)
 
     def test_check_says_which_part_is_off(self):
         self._changed_pinned_az()
-        found = compat.check()
+        found = _without_lacked(compat.check())
         self.assertEqual(['view'], [n for n, p in found.items() if p])
         self.assertIn('ViewBuilder._get_pinned_az', found['view'][0])
 
@@ -318,9 +373,12 @@ class TestPerPartFallback(_Base):
         found = compat.install(['view', 'validation'], warn=False)
         self.assertTrue(found['lister'])
         self.assertEqual(['needs lister, which is off'], found['view'])
-        self.assertEqual([], found['validation'])
+        # The validation does not need it: not refused for it (where the
+        # release lacks the validation, for that only).
+        self.assertEqual([], _without_lacked(found).get('validation', []))
         # Nothing half-installed: what only the lister needed is out.
-        self.assertEqual(['validation'], compat.on())
+        self.assertEqual([n for n in releases.api_parts_on()
+                          if n == 'validation'], compat.on())
 
 
 class TestRestoreAndCompleteness(_Base):
@@ -345,19 +403,25 @@ class TestRestoreAndCompleteness(_Base):
                          found)
         after = _nova_attributes()
         changed = {key for key in after if after[key] != before.get(key)}
-        declared = {(t.owner, t.attribute) for p in parts.PARTS
+        # Every part, but one the release lacks (it stays off).
+        lacks = _running_table().lacks
+        self.assertEqual(sorted(p.name for p in parts.PARTS
+                                if p.name not in lacks),
+                         sorted(compat.on()))
+        on = [p for p in parts.PARTS if compat.is_on(p.name)]
+        declared = {(t.owner, t.attribute) for p in on
                     for t in p.targets if isinstance(t, parts.Swap)}
         self.assertEqual(declared, changed)
         self.assertEqual(
-            {(t.target, t.event) for p in parts.PARTS for t in p.targets
+            {(t.target, t.event) for p in on for t in p.targets
              if isinstance(t, parts.Listen)}, _listeners())
         appended = [f for f in nova_rf.ALL_REQUEST_FILTERS
                     if f not in filters]
-        self.assertEqual([t.replacement.split(':')[1] for p in parts.PARTS
+        self.assertEqual([t.replacement.split(':')[1] for p in on
                           for t in p.targets if isinstance(t, parts.Append)],
                          [f.__name__ for f in appended])
 
-        self.assertEqual(sorted(p.name for p in parts.PARTS),
+        self.assertEqual(sorted(p.name for p in on),
                          sorted(compat.restore()))
         self.assertEqual(before, _nova_attributes())
         self.assertEqual(filters, nova_rf.ALL_REQUEST_FILTERS)
@@ -386,29 +450,31 @@ class TestRestoreAndCompleteness(_Base):
 class TestAdapterHooks(_Base):
     """What differs by release is read from the adapter the part uses.
 
-    A second tested release (34.0.9, every source as 34.0.0's) whose
-    adapter is nova34's but for one function: being the newest release
-    the sources equal, its adapter is the one chosen, and the lister's
-    calls on nova and the request filter's entry are its.
+    A second tested release (a later point release of the running one,
+    34.0.5 on nova 34.0.0, every source as the running one's) whose
+    adapter is the running release's but for one function: being the
+    newest release the sources equal, its adapter is the one chosen,
+    and the lister's calls on nova and the request filter's entry are
+    its.
     """
 
     def _release_with(self, **changed):
-        from nova_cellsched.compat import nova34
-
+        tested = _running_table()
+        running = importlib.import_module(_running_adapter())
         name = 'nova_cellsched.compat.nova_test'
         module = types.ModuleType(name)
-        vars(module).update({key: value for key, value in vars(nova34).items()
+        vars(module).update({key: value
+                             for key, value in vars(running).items()
                              if not key.startswith('__')})
         vars(module).update(changed)
         sys.modules[name] = module
         self.addCleanup(sys.modules.pop, name, None)
-        releases = tuple(core.tested())
-        (tested,) = [r for r in releases if r.adapter == 'nova34']
-        other = dataclasses.replace(tested, version='34.0.9',
+        other = dataclasses.replace(tested, version=_later_point_release(),
                                     adapter='nova_test')
+        # Only these two are tested meanwhile: on an older release, a
+        # newer one whose sources equal it would be chosen otherwise.
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested',
-            lambda: releases + (other,)))
+            'nova_cellsched.compat.core.tested', lambda: (tested, other)))
         return module
 
     def test_the_listing_asks_nova_through_the_chosen_adapter(self):
@@ -435,8 +501,8 @@ class TestAdapterHooks(_Base):
         from nova_cellsched import gather
 
         def not_responding(cell_uuid):
-            return RuntimeError('cell %s: down, as nova 34.0.9 says' %
-                                cell_uuid)
+            return RuntimeError('cell %s: down, as nova %s says' %
+                                (cell_uuid, _later_point_release()))
 
         self._release_with(not_responding=not_responding)
         self.useFixture(config_fixture.Config(CONF)).config(
@@ -446,7 +512,8 @@ class TestAdapterHooks(_Base):
                                               error=OSError('gone')))
         error = self.assertRaises(RuntimeError, instance_list.check_down,
                                   cells, False)
-        self.assertEqual('cell cell-1: down, as nova 34.0.9 says', str(error))
+        self.assertEqual('cell cell-1: down, as nova %s says'
+                         % _later_point_release(), str(error))
 
     def test_the_request_filter_entry_is_the_chosen_adapters(self):
         from nova.scheduler import request_filter as nova_rf
