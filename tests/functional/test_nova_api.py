@@ -272,6 +272,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         self.admin_api = world.admin_api
         self.other_api = world.other_api
         self.servers = world.servers
+        self._flags_before: dict[tuple[str, str | None], object] = {}
         # Each test starts where the deployment left its clients.
         self.admin_api.microversion = 'latest'
         self.addOnException(self._attach_nova_log)
@@ -290,9 +291,12 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         group = kw.pop('group', None)
         conf = nova.conf.CONF
         for name, value in kw.items():
-            before = getattr(conf[group] if group else conf, name)
+            if (name, group) not in self._flags_before:
+                # Once per option: its value before the test.
+                before = getattr(conf[group] if group else conf, name)
+                self._flags_before[name, group] = before
+                self.addCleanup(conf.set_override, name, before, group)
             conf.set_override(name, value, group)
-            self.addCleanup(conf.set_override, name, before, group)
 
     # Making requests
 
