@@ -24,11 +24,16 @@ difference: the check of the oldest nova-compute version that nova makes
 in every cell before it serves is :mod:`nova_cellsched.api.startup`'s:
 nova's answer (each cell within nova's 60 s), the cells asked in
 parallel, and no thread left on a frozen cell after that wait.
+
+nova's concurrency mode (eventlet or native threads) is chosen first,
+as the installed release's own module chooses it
+(:mod:`nova_cellsched.wsgi.concurrency`).
 """
 # autopep8: off
-from nova import monkey_patch; monkey_patch.patch(backend='threading')  # noqa
+from nova_cellsched.wsgi import concurrency; concurrency.as_nova_chooses()  # noqa
 # autopep8: on
 
+import inspect  # noqa: E402
 import threading  # noqa: E402
 
 from nova.api.openstack import wsgi_app  # noqa: E402
@@ -39,11 +44,20 @@ NAME = 'osapi_compute'
 PROG = 'nova-api-os-compute'
 
 
-def init_application() -> object:
-    """nova's ``init_application(NAME, PROG)``, its start-up check bounded.
+def init_arguments() -> tuple[str, ...]:
+    """What this release's ``nova/wsgi/osapi_compute.py`` passes.
+
+    ``init_application(NAME, PROG)`` from nova 33; nova 31 and 32 take
+    the name alone (``init_application(name)``).
     """
+    parameters = inspect.signature(wsgi_app.init_application).parameters
+    return (NAME, PROG) if 'prog' in parameters else (NAME,)
+
+
+def init_application() -> object:
+    """nova's ``init_application``, its start-up check bounded."""
     with startup.bounded():
-        return wsgi_app.init_application(NAME, PROG)
+        return wsgi_app.init_application(*init_arguments())
 
 
 application = None
