@@ -60,6 +60,7 @@ import random
 import shutil
 import signal
 import socket
+import socketserver
 import subprocess
 import sys
 import tempfile
@@ -330,6 +331,21 @@ def pipelines(paste: str) -> dict[str, list[str]]:
             if parser.has_option(s, 'keystone')}
 
 
+class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """``http.server.ThreadingHTTPServer``, from ``socketserver`` itself.
+
+    Not ``http.server``'s class: where eventlet's green ``http.server``
+    was imported first (nova 31 and 32: ``oslo_service`` imports
+    ``eventlet.wsgi``), ``sys.modules['http.server']`` can hold a copy
+    built on a green ``socketserver``, whose ``shutdown()`` waits for a
+    green event that the server's native thread never wakes: the
+    process hung at exit.
+    """
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+
 class NeutronStandIn:
     """neutron's ports and security groups API: no port, no group.
 
@@ -340,7 +356,7 @@ class NeutronStandIn:
 
     def __init__(self, port: int = 0) -> None:
         self.port = port
-        self.server: http.server.ThreadingHTTPServer | None = None
+        self.server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.url = ''
 
@@ -359,9 +375,7 @@ class NeutronStandIn:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(
-            ('127.0.0.1', self.port), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(('127.0.0.1', self.port), Handler)
         self._thread = threading.Thread(target=self.server.serve_forever,
                                         name='neutron-stand-in',
                                         daemon=True)
