@@ -25,6 +25,21 @@ forced garbage collection): they run as a real API worker runs::
     python benchmarks/bench_api_e2e.py --out benchmarks/results/
     python benchmarks/bench_api_e2e.py --quick
 
+**Releases** (``--nova NN``): the same against nova NN (31 to 34),
+stock nova NN against nova NN with the filter. The command runs again
+in that release's virtualenv (``tools/nova-release-bench NN``: nova and
+its libraries as that release's upper-constraints pin them, built on
+first use), seeds worlds with that release's schema (their databases
+are named after it), asks that release's newest microversion, and
+writes ``api_e2e_novaNN``. Both nova-api processes run in the
+release's own concurrency mode (``OS_NOVA_DISABLE_EVENTLET_PATCHING``
+unset: what its ``nova/wsgi/osapi_compute.py`` chooses). The
+per-release figures of the benchmarks page come from::
+
+    python benchmarks/bench_api_e2e.py --nova 31 --layouts even \
+        --roles admin --limits 1000 --validations warn \
+        --out benchmarks/results/
+
 **Requests** (``--layouts``, ``--roles``, ``--limits``): per layout,
 as an admin and as a project member, with each limit:
 
@@ -66,10 +81,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.dirname(HERE))
 
+import runinfo  # noqa: E402  (no nova import)
+
+if __name__ == '__main__':
+    # --nova NN: this command again in nova NN's venv, before nova loads.
+    runinfo.run_in_release('bench_api_e2e.py')
+
 import bench_api  # noqa: E402  (nova's patching, objects registered)
 
 import argparse  # noqa: E402
 import http.client  # noqa: E402
+from importlib import metadata  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -81,7 +103,6 @@ import sqlalchemy as sa  # noqa: E402
 
 import bench_listing  # noqa: E402
 import reporting  # noqa: E402
-import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
 from tests import server_timing_grammar  # noqa: E402
@@ -107,6 +128,43 @@ def request(layout: str, role: str, limit: int,
     return ('/v2.1/servers/detail?limit=%d' % limit,
             'member:%s:member,reader' % project)
 PHASES = ('gather', 'merge', 'objects', 'view', 'validation', 'other')
+
+
+#: How nova-api runs under uwsgi with ``OS_NOVA_DISABLE_EVENTLET_PATCHING``
+#: unset, per nova release: what its WSGI entry point chooses.
+CONCURRENCY = {
+    31: 'eventlet: nova/wsgi/osapi_compute.py imports nova.api.openstack, '
+        'which imports nova.monkey_patch (patches on import)',
+    32: 'eventlet: nova/wsgi/osapi_compute.py imports nova.api.openstack, '
+        'which calls nova.monkey_patch.patch() (patches unless the '
+        'variable says not to)',
+    33: 'native threads: nova/wsgi/osapi_compute.py calls '
+        'monkey_patch.patch(backend=\'threading\')',
+    34: 'native threads: nova/wsgi/osapi_compute.py calls '
+        'monkey_patch.patch(backend=\'threading\')',
+}
+
+
+def concurrency_mode() -> str:
+    """nova-api's concurrency mode here, and what in nova chooses it."""
+    major = runinfo.nova_major()
+    return CONCURRENCY.get(major or 0, 'as nova %s chooses it' % major)
+
+
+def parts_note() -> str:
+    """The nova-api filter's parts that are off on this nova, and why.
+
+    ``compat.check()``: the answer the filter's start-up gives in the
+    nova-api process (its INFO line); nothing is installed here.
+    """
+    from nova_cellsched.compat import core as compat_core
+
+    off = {name: problems for name, problems in compat_core.check().items()
+           if problems}
+    if not off:
+        return ''
+    return '; parts off here, as the filter says at start: %s' % '; '.join(
+        '%s (%s)' % (name, problems[0]) for name, problems in off.items())
 
 
 def pymysql_world(world: dict[str, Any]) -> types.SimpleNamespace:
@@ -298,6 +356,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument('--quick', action='store_true',
                         help='one small world (4x100), 3 requests each')
     reporting.add_output_arguments(parser, name='api_e2e')
+    parser.add_argument('--nova', type=int, metavar='NN',
+                        help='run against nova NN (31 to 34) in its own '
+                        'virtualenv (tools/nova-release-bench NN); the '
+                        'results are named NAME_novaNN')
     parser.add_argument('--ours-option', action='append', default=[],
                         metavar='NAME=VALUE',
                         help='a [cellsched] option of ours other than its '
@@ -307,6 +369,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.worlds, args.repeat, args.name = '4x100', 3, args.name + '_quick'
+    if args.nova is not None:
+        args.name += '_nova%d' % args.nova
     args.worlds = [tuple(int(n) for n in w.split('x'))
                    for w in args.worlds.split(',')]
     args.versions = args.versions.split(',')
@@ -347,6 +411,10 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         print(text, flush=True)
 
     points = []
+    # Both nova-api processes run as this release runs them by default
+    # (nova 34's entry point forces native threads; nova 31 to 33 choose
+    # by this variable, which bench_listing set for this process only).
+    os.environ.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
     load = {'start': os.getloadavg()}
     neutron = uwsgi_api.FakeNeutron()
     neutron.setUp()
@@ -405,12 +473,14 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         'ours_options': args.ours_options,
         'notes': [
             'two uwsgi processes (one worker, one thread each, as devstack '
-            'configures nova-api but for the worker count), nova-api with '
-            'native threads (nova 34\'s default), debug off; one client, '
-            'one request at a time.',
-            'stock: nova 34 as released, no nova-cellsched; ours: the '
+            'configures nova-api but for the worker count), nova-api in '
+            'nova %d\'s own concurrency mode (%s), debug off; one client, '
+            'one request at a time.' % (runinfo.nova_major(),
+                                        concurrency_mode()),
+            'stock: nova %s as released, no nova-cellsched; ours: the '
             '`cellsched` filter in the pipelines, every `[cellsched]` '
-            'option at its default.',
+            'option at its default%s.' % (
+                metadata.version('nova'), parts_note()),
             'authentication: the tests\' noauth stand-in in place of '
             'keystone\'s authtoken (both); neutron: a stand-in with no '
             'ports (both).',

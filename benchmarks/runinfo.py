@@ -32,6 +32,8 @@ from typing import Any
 
 #: The checkout the benchmarks belong to.
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: The pin files of the nova releases (``tools/releases/novaNN.txt``).
+RELEASES = os.path.join(TOP, 'tools', 'releases')
 
 
 def _version(distribution: str) -> str | None:
@@ -113,6 +115,71 @@ def public_args(args: list[str]) -> list[str]:
                 value = '.../' + os.path.basename(path.rstrip(os.sep))
         out.append(prefix + value)
     return out
+
+
+def nova_major() -> int | None:
+    """The installed nova's major release (34 for 34.0.0), or None."""
+    version = _version('nova')
+    return int(version.split('.')[0]) if version else None
+
+
+def release_argument(argv: list[str], script: str = 'benchmark'
+                     ) -> int | None:
+    """The release ``--nova NN`` (or ``--nova=NN``) of *argv* asks for.
+
+    :raises SystemExit: (exit status 2, one line) ``--nova`` without a
+        release, or with one that has no pin file in ``tools/releases``.
+    """
+    value = None
+    for number, arg in enumerate(argv):
+        if arg == '--nova':
+            if number + 1 == len(argv):
+                value = ''
+            else:
+                value = argv[number + 1]
+        elif arg.startswith('--nova='):
+            value = arg.split('=', 1)[1]
+    if value is None:
+        return None
+    known = sorted(int(name[4:-4]) for name in os.listdir(RELEASES)
+                   if name.startswith('nova') and name.endswith('.txt')
+                   and name[4:-4].isdigit())
+    if not value.isdigit() or int(value) not in known:
+        sys.stderr.write(
+            '%s: error: --nova: expected a nova major release with a pin '
+            'file in tools/releases (one of: %s), got %r\n'
+            % (script, ', '.join(str(k) for k in known), value))
+        raise SystemExit(2)
+    return int(value)
+
+
+def run_in_release(script: str, argv: list[str] | None = None) -> None:
+    """Run *script* again in nova NN's virtualenv if ``--nova NN`` asks.
+
+    Call it first thing, before nova is imported. With ``--nova NN``
+    and another nova installed here, the process is replaced by the
+    same command in ``tools/nova-release-bench NN`` (that release's
+    venv, built on first use, with the benchmark requirements); with
+    nova NN installed, or no ``--nova``, it returns.
+
+    :param script: the script's file name in ``benchmarks/``.
+    :raises SystemExit: (exit status 2) a bad ``--nova``, or a release
+        venv whose nova is not the one asked for.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    release = release_argument(args, script)
+    if release is None or release == nova_major():
+        return
+    if os.environ.get('NOVA_CELLSCHED_RELEASE_BENCH') == str(release):
+        sys.stderr.write(
+            '%s: error: --nova %d: expected nova %d in %s, got nova %s; '
+            'remove that venv (tools/nova-release-venv builds it again)\n'
+            % (script, release, release, sys.prefix, _version('nova')))
+        raise SystemExit(2)
+    env = dict(os.environ, NOVA_CELLSCHED_RELEASE_BENCH=str(release))
+    bench = os.path.join(TOP, 'tools', 'nova-release-bench')
+    os.execve(bench, [bench, str(release), 'python',
+                      os.path.join(TOP, 'benchmarks', script)] + args, env)
 
 
 def run_info(script: str, argv: list[str] | None) -> dict[str, Any]:

@@ -56,6 +56,7 @@ from nova.compute import vm_states
 from nova_cellsched.demo import seed
 
 import reporting
+import runinfo
 
 START = datetime.datetime(2023, 1, 1)
 THREE_YEARS = 3 * 365 * 86400
@@ -450,7 +451,15 @@ DATABASE_PREFIX = 'ncsbench_'
 
 
 def world_prefix(cells: int, per_cell: int, deleted: int) -> str:
-    return '%s%dc_%d_%d' % (DATABASE_PREFIX, cells, per_cell, deleted)
+    """``ncsbench_n<nova>_<cells>c_<per_cell>_<deleted>``.
+
+    A world's schema and rows are those of the installed nova release
+    (its migrations, its models' columns): another release seeds its
+    own world (``bench_api_e2e.py --nova NN``) rather than reading one
+    made for another schema.
+    """
+    return '%sn%s_%dc_%d_%d' % (DATABASE_PREFIX, runinfo.nova_major(),
+                                cells, per_cell, deleted)
 
 
 def bench_databases(server_url: str,

@@ -41,6 +41,7 @@ if BENCHMARKS not in sys.path:
 
 import bench_listing  # noqa: E402
 import bench_startup  # noqa: E402
+import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
 
 
@@ -98,13 +99,20 @@ class BenchmarkDatabasesTest(mdb.ServersTestCase):
     def test_cleanup_drops_only_the_named_worlds_not_in_use(self):
         """--cleanup drops what a run with the same options made.
 
-        Another world's databases (another user's run) stay, and so
-        does a database of the named world that a connection is using.
+        Another world's databases (another user's run, or the same
+        world seeded by another nova release) stay, and so does a
+        database of the named world that a connection is using.
         """
         server = self.server.url()
-        mine = ['ncsbench_3c_7_0_api', 'ncsbench_3c_7_0_cell0',
-                'ncsbench_3c_7_0_cell1']
-        theirs = ['ncsbench_2c_7_0_api', 'ncsbench_3c_70_0_api']
+        prefix = seed_fast.world_prefix(3, 7, 0)
+        mine = [prefix + '_api', prefix + '_cell0', prefix + '_cell1']
+        major = runinfo.nova_major()
+        other_release = prefix.replace('_n%d_' % major,
+                                       '_n%d_' % (major - 1))
+        theirs = [seed_fast.world_prefix(2, 7, 0) + '_api',
+                  seed_fast.world_prefix(3, 70, 0) + '_api',
+                  other_release + '_api']
+        self.assertNotEqual(prefix, other_release)
         for name in mine + theirs:
             self.server.query('CREATE DATABASE %s' % name)
         self.addCleanup(seed_fast.drop_databases, server,

@@ -51,6 +51,48 @@ class RunInfoTest(base.BaseTestCase):
             'python benchmarks/bench_x.py --out benchmarks/results'))
         self.assertNotIn('/tmp', info['command'])
 
+    def test_no_nova_argument_asks_for_no_release(self):
+        self.assertIsNone(runinfo.release_argument(['--out', 'x']))
+
+    def test_nova_argument_names_a_release_with_a_pin_file(self):
+        for args in (['--nova', '33'], ['--quick', '--nova=31']):
+            self.assertIn(runinfo.release_argument(args), (33, 31))
+
+    def test_installed_release_runs_here(self):
+        """``--nova`` naming the installed release replaces nothing."""
+        self.assertIsNone(runinfo.run_in_release(
+            'bench_x.py', ['--nova', str(runinfo.nova_major())]))
+
+    def _run(self, args, env=None):
+        return subprocess.run(
+            [sys.executable, '-c',
+             'import sys; sys.path.insert(0, %r); import runinfo; '
+             'runinfo.run_in_release("bench_x.py", sys.argv[1:])'
+             % BENCHMARKS] + args, capture_output=True, text=True,
+            timeout=120, env=dict(os.environ, **(env or {})))
+
+    def test_bad_nova_argument_is_one_line_and_exit_2(self):
+        for args, got in ((['--nova', '30'], "'30'"),
+                          (['--nova=3x'], "'3x'"), (['--nova'], "''")):
+            done = self._run(args)
+            self.assertEqual(2, done.returncode, args)
+            self.assertEqual(
+                ['bench_x.py: error: --nova: expected a nova major release '
+                 'with a pin file in tools/releases (one of: 31, 32, 33, '
+                 '34), got %s' % got], done.stderr.splitlines(), args)
+
+    def test_a_release_venv_with_another_nova_stops_instead_of_looping(self):
+        """The re-run found nova N again: exit 2, never exec again."""
+        other = 31 if runinfo.nova_major() != 31 else 32
+        done = self._run(['--nova', str(other)],
+                         {'NOVA_CELLSCHED_RELEASE_BENCH': str(other)})
+        self.assertEqual(2, done.returncode)
+        (line,) = done.stderr.splitlines()
+        self.assertIn('bench_x.py: error: --nova %d: expected nova %d in '
+                      % (other, other), line)
+        self.assertIn('got nova %s; remove that venv' % runinfo._version(
+            'nova'), line)
+
     def test_scrub_replaces_the_machines_paths(self):
         site = sysconfig.get_paths()['purelib']
         text = ('%s/nova/db/utils.py:33(wrapper)\n'
