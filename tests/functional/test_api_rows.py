@@ -27,11 +27,18 @@ loaded twice with nova's ``instance_get_all_by_filters_sort``: with
 nova's joins (its ORM entities) and with a :class:`rows.Loader`; both
 go through nova's ``_make_instance_list`` and the objects, with their
 loaded fields and change tracking, must be the same.
+
+The seeded world is built once per database server and test process
+and shared, read only, by that server's tests (testresources: this
+module's ``load_tests``); its uniquely named databases are dropped when
+the process's last test of that server is done.
 """
 
 import contextlib
+import traceback
 from typing import Any
 
+import fixtures
 from nova.compute import vm_states
 from nova import context as nova_context
 from nova.db.main import api as db
@@ -39,12 +46,15 @@ from nova.db.main import models
 from nova import objects
 from nova.objects import instance as instance_obj
 import sqlalchemy as sa
+import testresources
+import testtools
 
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import keyset
 from nova_cellsched.api import rows
 from nova_cellsched.api import selftest
 from nova_cellsched import compat
+from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from tests.functional import db as db_fixtures
 
@@ -110,26 +120,31 @@ def _differences(theirs: Any, ours: Any, path: str = '') -> list[str]:
     return []
 
 
-class PlainRowsTestMixin:
-    """The two loads agree; run per database server."""
+def load_tests(loader: Any, tests: Any, pattern: Any) -> Any:
+    """The module's tests, grouped so that each world is built once."""
+    return testresources.OptimisingTestSuite(testtools.iterate_tests(tests))
 
-    SERVER_URL: str
 
-    def setUp(self) -> None:
-        super().setUp()  # type: ignore[misc]
-        self.world = self.useFixture(  # type: ignore[attr-defined]
-            db_fixtures.CellWorld(self.SERVER_URL, [
+class SeededWorld(fixtures.Fixture):
+    """One cell on *server_url*, seeded and given what the seed lacks.
+
+    Built once and shared by the tests of one database server: they only
+    read it. Every database it made is dropped at its cleanup.
+    """
+
+    def __init__(self, server_url: str) -> None:
+        super().__init__()
+        self.server_url = server_url
+
+    def _setUp(self) -> None:
+        conf_mod.register_opts(db_fixtures.CONF)
+        self.world = self.useFixture(
+            db_fixtures.CellWorld(self.server_url, [
                 ('cell1', seed.Population(instances=40, deleted=6,
                                           hosts=4)),
             ]))
-        if not compat.is_on('keyset'):
-            compat.install(['keyset'])
-            self.addCleanup(  # type: ignore[attr-defined]
-                compat.restore, ['keyset'])
-        self._enrich(self.world.url_of('cell1'))
-        # nova's regex filters pick their operator by this URL's scheme.
-        self.cfg.config(  # type: ignore[attr-defined]
-            connection=self.world.url_of('cell1'), group='database')
+        self.url = self.world.url_of('cell1')
+        self._enrich(self.url)
         self.ctx = nova_context.get_admin_context()
         self.cell = objects.CellMapping.get_by_uuid(
             self.ctx, self.world.uuid_of('cell1'))
@@ -139,7 +154,7 @@ class PlainRowsTestMixin:
         """What the seed does not write, as nova would write it."""
         inst = models.Instance.__table__
         engine = sa.create_engine(url)
-        self.addCleanup(engine.dispose)  # type: ignore[attr-defined]
+        self.addCleanup(engine.dispose)
         with engine.begin() as conn:
             live = conn.execute(
                 sa.select(inst.c.uuid, inst.c.host, inst.c.id)
@@ -147,7 +162,8 @@ class PlainRowsTestMixin:
             gone = conn.execute(
                 sa.select(inst.c.uuid).where(inst.c.deleted != 0)
                 .order_by(inst.c.id)).all()
-            self.assertGreater(len(gone), 0)  # type: ignore[attr-defined]
+            if not gone:
+                raise AssertionError('the seed deleted no server')
             tags = models.Tag.__table__
             for number, row in enumerate(live[:8]):
                 # Three tags, then two, on the first servers; the next
@@ -213,6 +229,65 @@ class PlainRowsTestMixin:
                 db.instance_destroy(cctxt, uuid)
             db.instance_update(cctxt, self.live[9],
                                {'vm_state': vm_states.SOFT_DELETED})
+
+
+class WorldManager(testresources.TestResourceManager):
+    """Makes and cleans up the :class:`SeededWorld` of one server."""
+
+    def __init__(self, server_url: str) -> None:
+        super().__init__()
+        self.server_url = server_url
+
+    def make(self, dependency_resources: Any) -> SeededWorld | str:
+        """The world, or why it could not be built.
+
+        An exception here would end the whole test process (testresources
+        builds resources between tests): each test that needs the world
+        fails with the reason instead.
+        """
+        problem = db_fixtures.server_available(self.server_url)
+        if problem is not None:
+            return ('the database server %s is needed by this test and '
+                    'does not answer (%s)' % (self.server_url, problem))
+        world = SeededWorld(self.server_url)
+        try:
+            world.setUp()
+        except Exception:  # noqa: BLE001 - reported by every test
+            return 'building the world failed:\n' + traceback.format_exc()
+        return world
+
+    def clean(self, resource: SeededWorld | str) -> None:
+        if not isinstance(resource, str):
+            resource.cleanUp()
+
+
+MARIADB_WORLD = WorldManager(db_fixtures.MYSQL_URL)
+POSTGRESQL_WORLD = WorldManager(db_fixtures.POSTGRESQL_URL)
+SQLITE_WORLD = WorldManager('sqlite://')
+
+
+class PlainRowsTestMixin:
+    """The two loads agree; run per database server."""
+
+    SERVER_URL: str
+    seeded: SeededWorld | str
+
+    def setUp(self) -> None:
+        super().setUp()  # type: ignore[misc]
+        if isinstance(self.seeded, str):
+            self.fail(self.seeded)  # type: ignore[attr-defined]
+        if not compat.is_on('keyset'):
+            compat.install(['keyset'])
+            self.addCleanup(  # type: ignore[attr-defined]
+                compat.restore, ['keyset'])
+        # nova's regex filters pick their operator by this URL's scheme.
+        self.cfg.config(  # type: ignore[attr-defined]
+            connection=self.seeded.url, group='database')
+        self.ctx = nova_context.get_admin_context()
+        self.cell = objects.CellMapping.get_by_uuid(
+            self.ctx, self.seeded.world.uuid_of('cell1'))
+        self.project_id = self.seeded.project_id
+        self.live = self.seeded.live
 
     def _load(self, ctx: Any, filters: dict[str, Any], attrs: list[str],
               plain: bool, limit: int | None = None,
@@ -382,15 +457,21 @@ class PlainRowsTestMixin:
 
 
 class PlainRowsMariaDBTest(PlainRowsTestMixin,
+                           testresources.ResourcedTestCase,
                            db_fixtures.FunctionalTestCase):
     SERVER_URL = db_fixtures.MYSQL_URL
+    resources = [('seeded', MARIADB_WORLD)]
 
 
 class PlainRowsPostgreSQLTest(PlainRowsTestMixin,
+                              testresources.ResourcedTestCase,
                               db_fixtures.FunctionalTestCase):
     SERVER_URL = db_fixtures.POSTGRESQL_URL
+    resources = [('seeded', POSTGRESQL_WORLD)]
 
 
 class PlainRowsSQLiteTest(PlainRowsTestMixin,
+                          testresources.ResourcedTestCase,
                           db_fixtures.FunctionalTestCase):
     SERVER_URL = 'sqlite://'
+    resources = [('seeded', SQLITE_WORLD)]
