@@ -146,11 +146,17 @@ def boot(cloud: cloud_mod.Cloud, clients: Clients, index: int, tag: str,
             time.sleep(poll)
             continue
         if found.status in ('ACTIVE', 'ERROR'):
-            status, host = found.status, found.compute_host
+            status = found.status
             fault = (found.fault or {}).get('message')
             break
         time.sleep(poll)
     done = time.monotonic()
+    if status == 'ACTIVE':
+        # The host is shown to admins only (OS-EXT-SRV-ATTR:host): the
+        # project's own user sees None, and every server would count as
+        # inside its cells.
+        host = clients.get(project, admin=True).compute.get_server(
+            server.id).compute_host
     cell = cloud.compute_hosts().get(host or '')
     return {'index': index, 'id': server.id, 'project': project,
             'status': status, 'host': host, 'cell': cell, 'fault': fault,
@@ -231,6 +237,10 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
         'post_failed': sum(1 for r in results
                            if r['status'] == 'POST-FAILED'),
         'outside_allowed_cells': sum(1 for r in results if r.get('outside')),
+        # ACTIVE with a host that is none of the cloud's computes: its
+        # cell, so whether it is outside, is unknown (must be 0).
+        'cell_unknown': sum(1 for r in results
+                            if r['status'] == 'ACTIVE' and not r.get('cell')),
         'by_cell': dict(collections.Counter(
             r.get('cell') or '-' for r in results)),
         'active_s': reporting.percentiles(
@@ -240,8 +250,10 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
             posts, {'p50': 50, 'p95': 95, 'max': 100}, digits=2),
         'cpu_s': group_cpu(cpu),
         'cpu_total_s': round(sum(cpu.values()), 1),
-        'faults': sorted({r['fault'][:160] for r in results
-                          if r.get('fault')})[:5],
+        # Boot faults and failed POSTs alike (a 403 over quota, ...).
+        'faults': sorted({(r.get('fault') or r.get('error'))[:160]
+                          for r in results
+                          if r.get('fault') or r.get('error')})[:5],
     }
     if trace:
         summary['trace'] = analyse_traces(args.redis, results)
@@ -385,21 +397,32 @@ def render(results: dict[str, Any]) -> str:
     lines = ['# Boot storm on a multi-process cloud (tools/cloud)', '',
              '%s' % results.get('cloud', {}), '',
              '| scheduling | servers/conc. | p50 s | p95 s | p99 s | max s '
-             '| POST p50 s | boots/s | ERROR | NoValidHost | timeout '
-             '| outside cells | by cell | CPU s total |',
-             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|']
+             '| POST p50 s | boots/s | ACTIVE | POST failed | ERROR '
+             '| NoValidHost | timeout '
+             '| outside cells | cell unknown | by cell | CPU s total |',
+             '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
+             '---|---|']
     for run in results['storms']:
         a = run['active_s']
         lines.append('| %s | %d/%d | %s | %s | %s | %s | %s | %s | %d | %d '
-                     '| %d | %d | %s | %s |' % (
+                     '| %d | %d | %d | %d | %d | %s | %s |' % (
                          run['scheduling'], run['servers'],
                          run['concurrency'], a['p50'], a['p95'], a['p99'],
                          a['max'], run['post_s']['p50'], run['boots_per_s'],
-                         run['error'], run['no_valid_host'], run['timeout'],
+                         run['active'], run['post_failed'], run['error'],
+                         run['no_valid_host'], run['timeout'],
                          run['outside_allowed_cells'],
+                         run.get('cell_unknown', 0),
                          ', '.join('%s %d' % kv for kv in
                                    sorted(run['by_cell'].items())),
                          run['cpu_total_s']))
+    failed = [(run, f) for run in results['storms'] for f in run['faults']]
+    if failed:
+        lines += ['', '## Faults and failed POSTs (at most five per storm)',
+                  '']
+        lines += ['* %s %d/%d: %s' % (run['scheduling'], run['servers'],
+                                      run['concurrency'], fault)
+                  for run, fault in failed]
     lines += ['', '## CPU seconds per service during each storm', '']
     for run in results['storms']:
         lines.append('* %s %d/%d: %s' % (
@@ -409,7 +432,8 @@ def render(results: dict[str, Any]) -> str:
         h = results['sighup']
         lines += ['', '## SIGHUP to nova-scheduler with a changed '
                   'cells_projects', '',
-                  'Reloaded in %s s (every worker logged the new mapping); '
+                  'Reloaded in %s s (the new mapping logged, every worker '
+                  'serving it); '
                   'the dedicated project\'s next boots, expected in %s: %s'
                   ' (%s).' % (h['reload_s'], h['expected_cell'],
                               ', '.join(str(c) for c in h['cells']),
@@ -523,8 +547,10 @@ def main(argv: list[str] | None = None) -> int:
                     run['scheduling'] = config
                     results['storms'].append(run)
                     say(json.dumps({k: run[k] for k in (
-                        'active_s', 'error', 'no_valid_host', 'timeout',
-                        'outside_allowed_cells', 'cpu_total_s')}))
+                        'active_s', 'active', 'error', 'no_valid_host',
+                        'timeout', 'post_failed', 'outside_allowed_cells',
+                        'cell_unknown', 'by_cell', 'cpu_total_s',
+                        'faults')}))
             if args.sighup and cloud.scheduling != 'nova':
                 results['sighup'] = sighup_check(cloud, clients, args)
                 say('sighup: %s' % results['sighup'])
