@@ -119,8 +119,8 @@ MODES_OF = {'dedicated': ('off', 'member_of', 'forbidden',
                           'member_of_every_cell'),
             'unmapped': ('off', 'member_of', 'forbidden')}
 QUICK = {'hosts': 300, 'cells': 10, 'dedicated_cells': 2,
-         'disabled_cells': 1, 'requests': 4, 'concurrent_requests': 8,
-         'rounds': 2, 'max_placement_results': 100}
+         'disabled_cells': 1, 'requests': 2, 'concurrent_requests': 4,
+         'concurrency': 4, 'rounds': 1, 'max_placement_results': 100}
 
 
 def project_of(index: int) -> str:

@@ -201,9 +201,9 @@ class PlacementBenchmarkTest(base.BaseTestCase):
             {'%s/%s/c%d' % (kind, mode, conc)
              for kind in ('dedicated', 'unmapped')
              for mode in ('off', 'member_of', 'forbidden')
-             for conc in (1, 8)} |
+             for conc in (1, 4)} |
             {'dedicated/member_of_every_cell/c1',
-             'dedicated/member_of_every_cell/c8'}, set(runs))
+             'dedicated/member_of_every_cell/c4'}, set(runs))
         for key, run in runs.items():
             self.assertEqual(0, run['outside_allowed_cells'], key)
             self.assertGreater(run['requests'], 0, key)
@@ -219,7 +219,7 @@ class PlacementBenchmarkTest(base.BaseTestCase):
         self.assertEqual(['cell5', 'cell10'], report['dedicated_cells'])
         self.assertEqual(['cell3'], report['disabled_cells'])
         with open(os.path.join(out, 'placement.md')) as handle:
-            self.assertIn('| dedicated | member_of | 8 |', handle.read())
+            self.assertIn('| dedicated | member_of | 4 |', handle.read())
 
 
 def bench_sync_required():
