@@ -55,6 +55,7 @@ import collections
 import concurrent.futures
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -75,6 +76,9 @@ UNMAPPED = ('5b1e0a9f2c8d4e8fa1b2c3d4e5f60718',
 # One server in four is the dedicated project's.
 PROJECTS = (cloud_mod.DEDICATED,) + UNMAPPED
 HMAC = 'cellsched-cloud'
+#: The project of the servers listed during the storms (``--list``):
+#: rows seeded into the cells as nova writes them, never booted.
+LISTED = '8e4b3d2c5f1a4b9c8d7e6f5a4b3c2d1e'
 SERVICES = ('api', 'conductor', 'scheduler', 'compute')
 
 
@@ -185,6 +189,95 @@ def group_cpu(per_service: dict[str, float]) -> dict[str, float]:
     return {k: round(v, 1) for k, v in sorted(grouped.items())}
 
 
+def seed_listed(cloud: cloud_mod.Cloud, servers: int) -> None:
+    """*servers* servers of :data:`LISTED`, spread over the cells.
+
+    Rows as nova writes them (:func:`nova_cellsched.demo.seed.seed_cell`,
+    mapped in the API database), on hosts that are none of the cloud's
+    computes (``cell1-compute001``...): no compute manages them.
+    """
+    import sqlalchemy as sa
+
+    from nova_cellsched.demo import seed
+
+    engine = sa.create_engine(cloud.database_url('api'))
+    try:
+        with engine.connect() as conn:
+            ids = {str(name): int(cell_id) for cell_id, name in conn.execute(
+                sa.text('SELECT id, name FROM cell_mappings')).all()}
+    finally:
+        engine.dispose()
+    names = cloud.cell_names()
+    for number, name in enumerate(names):
+        count = servers // len(names) + (
+            1 if number < servers % len(names) else 0)
+        seed.seed_cell(cloud.database_url(name), cloud.database_url('api'),
+                       ids[name], name,
+                       seed.Population(instances=count, projects=[LISTED],
+                                       hosts=4),
+                       seed=number)
+
+
+def list_once(cloud: cloud_mod.Cloud) -> dict[str, Any]:
+    """``GET /servers/detail`` of :data:`LISTED` as an admin, timed.
+
+    :returns: seconds to the body's last byte, the servers listed and
+        the ``Server-Timing`` metrics (ms) the filter sends admins.
+    """
+    import urllib.request
+
+    request = urllib.request.Request(
+        cloud.compute_url + '/servers/detail?all_tenants=1&project_id=%s'
+        '&limit=1000' % LISTED,
+        headers={'X-Auth-Token': 'admin:admin',
+                 'Accept': 'application/json'})
+    start = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=300) as response:  # noqa: S310
+        body = response.read()
+        header = response.headers.get('Server-Timing')
+    seconds = time.perf_counter() - start
+    return {'s': seconds, 'servers': len(json.loads(body)['servers']),
+            'timing': server_timing(header or '')}
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """``name -> dur`` (ms) of a ``Server-Timing`` header's metrics.
+
+    The filter's metrics are ``name;dur=N`` (and a ``desc``); a metric
+    without ``dur`` counts 0.
+    """
+    metrics = {}
+    # Commas and semicolons inside a quoted desc do not split.
+    outside_quotes = r'(?=(?:[^"]*"[^"]*")*[^"]*$)'
+    for metric in re.split(',' + outside_quotes, header):
+        parts = [p.strip() for p in re.split(';' + outside_quotes, metric)]
+        if not parts[0]:
+            continue
+        durations = [p.split('=', 1)[1] for p in parts[1:]
+                     if p.startswith('dur=')]
+        metrics[parts[0]] = float(durations[0]) if durations else 0.0
+    return metrics
+
+
+def listing_summary(lists: list[dict[str, Any]]) -> dict[str, Any]:
+    """Percentiles of the lists' times, their servers, median phases."""
+    phases: dict[str, list[float]] = collections.defaultdict(list)
+    for one in lists:
+        for name, ms in one['timing'].items():
+            phases[name].append(ms)
+    return {
+        'lists': len(lists),
+        'servers': sorted({one['servers'] for one in lists}),
+        's': reporting.percentiles([one['s'] for one in lists],
+                                   {'p50': 50, 'p95': 95, 'max': 100},
+                                   digits=2),
+        'server_timing_p50_ms': {
+            name: reporting.percentiles(values, {'p50': 50},
+                                        digits=1)['p50']
+            for name, values in sorted(phases.items())},
+    }
+
+
 def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
                results: list[dict[str, Any]], concurrency: int,
                timeout: float = 600.0) -> None:
@@ -203,7 +296,9 @@ def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
         list(pool.map(delete, ids))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        left = list(admin.compute.servers(all_projects=True))
+        # The storm's own (the listed project's seeded servers stay).
+        left = [server for server in admin.compute.servers(
+            all_projects=True) if server.id in set(ids)]
         if not left:
             return
         time.sleep(2)
@@ -214,12 +309,30 @@ def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
 def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
           concurrency: int, tag: str, args: argparse.Namespace,
           trace: bool = False) -> dict[str, Any]:
+    quiet, lists = [], []
+    stop = threading.Event()
+    if args.list:
+        quiet = [list_once(cloud) for _ in range(args.list_repeat)]
+
+        def keep_listing() -> None:
+            while not stop.is_set():
+                lists.append(list_once(cloud))
+                stop.wait(1.0)
+
+        lister = threading.Thread(target=keep_listing, name='lister')
     cpu_before = cpu_by_service(cloud)
     start = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-        results = list(pool.map(
-            lambda i: boot(cloud, clients, i, tag, args.poll,
-                           args.boot_timeout, trace), range(servers)))
+    if args.list:
+        lister.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            results = list(pool.map(
+                lambda i: boot(cloud, clients, i, tag, args.poll,
+                               args.boot_timeout, trace), range(servers)))
+    finally:
+        stop.set()
+        if args.list:
+            lister.join()
     wall = time.monotonic() - start
     cpu_after = cpu_by_service(cloud)
     cpu = {n: cpu_after[n] - cpu_before.get(n, 0.0) for n in cpu_after}
@@ -255,6 +368,9 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
                           for r in results
                           if r.get('fault') or r.get('error')})[:5],
     }
+    if args.list:
+        summary['listing'] = {'quiet': listing_summary(quiet),
+                              'storm': listing_summary(lists)}
     if trace:
         summary['trace'] = analyse_traces(args.redis, results)
     delete_all(cloud, clients, results, concurrency)
@@ -416,6 +532,25 @@ def render(results: dict[str, Any]) -> str:
                          ', '.join('%s %d' % kv for kv in
                                    sorted(run['by_cell'].items())),
                          run['cpu_total_s']))
+    listed = [r for r in results['storms'] if 'listing' in r]
+    if listed:
+        lines += ['', '## GET /servers/detail (admin, one project\'s '
+                  'servers, limit 1000) before and during each storm', '',
+                  '| scheduling | servers/conc. | when | lists | servers '
+                  '| p50 s | p95 s | max s | Server-Timing p50 ms |',
+                  '|---|---|---|---|---|---|---|---|---|']
+        for run in listed:
+            for when in ('quiet', 'storm'):
+                one = run['listing'][when]
+                lines.append('| %s | %d/%d | %s | %d | %s | %s | %s | %s '
+                             '| %s |' % (
+                                 run['scheduling'], run['servers'],
+                                 run['concurrency'], when, one['lists'],
+                                 ', '.join(str(n) for n in one['servers']),
+                                 one['s']['p50'], one['s']['p95'],
+                                 one['s']['max'], ', '.join(
+                                     '%s %s' % kv for kv in
+                                     one['server_timing_p50_ms'].items())))
     failed = [(run, f) for run in results['storms'] for f in run['faults']]
     if failed:
         lines += ['', '## Faults and failed POSTs (at most five per storm)',
@@ -481,6 +616,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--redis', default='redis://127.0.0.1:6379')
     parser.add_argument('--quick', action='store_true',
                         help='20 servers at 5, 10 at 2, three computes.')
+    parser.add_argument('--list', type=int, default=0, metavar='N',
+                        help='Seed N servers of a listing project (rows as '
+                             'nova writes them) and list them as an admin '
+                             '(GET /servers/detail, limit 1000) before and '
+                             'during each storm: time and Server-Timing.')
+    parser.add_argument('--list-repeat', type=int, default=5,
+                        help='Lists before each storm (the quiet figure).')
     parser.add_argument('--sighup', action='store_true',
                         help='After the storms: SIGHUP nova-scheduler with '
                              'a changed cells_projects, boot, report cells.')
@@ -531,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
             'memory_pss_mib': round(sum(r['pss_mib']
                                         for r in cloud.status())),
         }
+        if args.list:
+            say('seeding %d servers of the listed project' % args.list)
+            seed_listed(cloud, args.list)
         clients = Clients(cloud.compute_url)
         try:
             for config in configs:

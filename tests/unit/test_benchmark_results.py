@@ -436,3 +436,27 @@ class SharedRunnerTest(base.BaseTestCase):
             env=dict(os.environ, PYTHONPATH=''))
         self.assertEqual(0, done.returncode, done.stderr)
         self.assertEqual('[]', done.stdout.strip())
+
+
+class CloudStormServerTimingTest(base.BaseTestCase):
+    """bench_cloud_storm's reading of the filter's Server-Timing header."""
+
+    HEADERS = [
+        'gather;dur=350.2, merge;dur=0.9, objects;dur=702.0, '
+        'other;dur=118.4',
+        'gather;dur=12.0;desc="slowest cell1 12.0 ms; down cell4, cell5", '
+        'merge;dur=0.1, other;dur=3.0',
+        '',
+    ]
+
+    def test_same_durations_as_the_grammar(self):
+        import bench_cloud_storm
+        from tests import server_timing_grammar
+
+        for header in self.HEADERS:
+            expected = {
+                name: float(metric.get('dur', 0.0)) for name, metric in (
+                    server_timing_grammar.parse(header).items()
+                    if header else ())}
+            self.assertEqual(expected,
+                             bench_cloud_storm.server_timing(header), header)
