@@ -53,9 +53,9 @@ traces are deleted from redis afterwards.
 import argparse
 import collections
 import concurrent.futures
+import functools
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -243,20 +243,29 @@ def list_once(cloud: cloud_mod.Cloud) -> dict[str, Any]:
 def server_timing(header: str) -> dict[str, float]:
     """``name -> dur`` (ms) of a ``Server-Timing`` header's metrics.
 
-    The filter's metrics are ``name;dur=N`` (and a ``desc``); a metric
-    without ``dur`` counts 0.
+    Parsed by the tests' grammar (``tests/server_timing_grammar.py``),
+    loaded from its file: importing the ``tests`` package would choose
+    nova's concurrency mode in this client. A metric without ``dur``
+    counts 0.
     """
-    metrics = {}
-    # Commas and semicolons inside a quoted desc do not split.
-    outside_quotes = r'(?=(?:[^"]*"[^"]*")*[^"]*$)'
-    for metric in re.split(',' + outside_quotes, header):
-        parts = [p.strip() for p in re.split(';' + outside_quotes, metric)]
-        if not parts[0]:
-            continue
-        durations = [p.split('=', 1)[1] for p in parts[1:]
-                     if p.startswith('dur=')]
-        metrics[parts[0]] = float(durations[0]) if durations else 0.0
-    return metrics
+    if not header:
+        return {}
+    return {name: float(params.get('dur', 0.0))
+            for name, params in _grammar().parse(header).items()}
+
+
+@functools.cache
+def _grammar() -> Any:
+    """``tests/server_timing_grammar.py``, loaded once from its file."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        'server_timing_grammar', os.path.join(runinfo.TOP, 'tests',
+                                              'server_timing_grammar.py'))
+    assert spec is not None and spec.loader is not None
+    grammar = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grammar)
+    return grammar
 
 
 def listing_summary(lists: list[dict[str, Any]]) -> dict[str, Any]:
@@ -295,10 +304,11 @@ def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(delete, ids))
     deadline = time.monotonic() + timeout
+    mine = set(ids)
     while time.monotonic() < deadline:
         # The storm's own (the listed project's seeded servers stay).
         left = [server for server in admin.compute.servers(
-            all_projects=True) if server.id in set(ids)]
+            all_projects=True) if server.id in mine]
         if not left:
             return
         time.sleep(2)
