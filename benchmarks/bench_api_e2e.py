@@ -130,25 +130,19 @@ def request(layout: str, role: str, limit: int,
 PHASES = ('gather', 'merge', 'objects', 'view', 'validation', 'other')
 
 
-#: How nova-api runs under uwsgi with ``OS_NOVA_DISABLE_EVENTLET_PATCHING``
-#: unset, per nova release: what its WSGI entry point chooses.
-CONCURRENCY = {
-    31: 'eventlet: nova/wsgi/osapi_compute.py imports nova.api.openstack, '
-        'which imports nova.monkey_patch (patches on import)',
-    32: 'eventlet: nova/wsgi/osapi_compute.py imports nova.api.openstack, '
-        'which calls nova.monkey_patch.patch() (patches unless the '
-        'variable says not to)',
-    33: 'native threads: nova/wsgi/osapi_compute.py calls '
-        'monkey_patch.patch(backend=\'threading\')',
-    34: 'native threads: nova/wsgi/osapi_compute.py calls '
-        'monkey_patch.patch(backend=\'threading\')',
-}
-
-
 def concurrency_mode() -> str:
-    """nova-api's concurrency mode here, and what in nova chooses it."""
-    major = runinfo.nova_major()
-    return CONCURRENCY.get(major or 0, 'as nova %s chooses it' % major)
+    """nova-api's concurrency mode here, and what in nova chooses it.
+
+    As :func:`nova_cellsched.wsgi.concurrency.threads_by_default` tells
+    it (the variable unset, as both nova-api processes run).
+    """
+    from nova_cellsched.wsgi import concurrency
+
+    if concurrency.threads_by_default():
+        return ('native threads: nova/wsgi/osapi_compute.py calls '
+                'monkey_patch.patch(backend=\'threading\')')
+    return ('eventlet: nova/wsgi/osapi_compute.py imports '
+            'nova.api.openstack, which patches')
 
 
 def parts_note() -> str:

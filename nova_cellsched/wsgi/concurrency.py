@@ -37,6 +37,21 @@ mode nova's module gives, on every release.
 import inspect
 
 
+def threads_by_default() -> bool:
+    """Whether nova's entry point asks for native threads (nova 33 on).
+
+    Told by what nova has: a ``monkey_patch.patch`` taking ``backend``.
+    Importing ``nova.monkey_patch`` patches eventlet on nova 31 (unless
+    ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` says not to), as nova's own
+    module's first import does.
+    """
+    from nova import monkey_patch
+
+    patch = getattr(monkey_patch, 'patch', None)
+    return patch is not None and 'backend' in inspect.signature(
+        patch).parameters
+
+
 def as_nova_chooses() -> str:
     """Choose nova's mode as this release's ``osapi_compute`` does.
 
@@ -47,11 +62,9 @@ def as_nova_chooses() -> str:
         ``'nova.api.openstack'`` (nova 31 and 32: left to that import,
         as nova's module leaves it).
     """
-    from nova import monkey_patch
+    if threads_by_default():
+        from nova import monkey_patch
 
-    patch = getattr(monkey_patch, 'patch', None)
-    if patch is not None and 'backend' in inspect.signature(
-            patch).parameters:
-        patch(backend='threading')
+        monkey_patch.patch(backend='threading')
         return 'threading by default'
     return 'nova.api.openstack'
