@@ -133,3 +133,18 @@ class UwsgiGuideTest(testtools.TestCase):
             time.sleep(1)
         self.assertRegex(status, r'^HTTP/1\.1 200 ')
         self.assertIn('"id": "v2.1"', answer.stdout)
+        # The first worker answered; the test ends once every worker has
+        # loaded nova-api: a uwsgi worker still loading its app when
+        # SIGTERM comes finishes loading first, and its master then waits
+        # uwsgi's mercy (60 s) for it.
+        processes = int(re.search(r'^\s*processes\s*=\s*(\d+)\s*$', written,
+                                  re.MULTILINE).group(1))
+        while True:
+            with open(log, errors='replace') as handle:
+                loaded = handle.read().count(demo_api.APP_LOADED)
+            if loaded >= processes:
+                break
+            self.assertIsNone(uwsgi.poll(), 'uwsgi exited')
+            self.assertLess(time.monotonic(), deadline, 'workers loaded: '
+                            '%d of %d' % (loaded, processes))
+            time.sleep(0.2)
