@@ -58,9 +58,10 @@ state directory. A failed ``up`` does the same before it exits.
 """
 
 import argparse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 import concurrent.futures
 import configparser
+import contextlib
 import dataclasses
 import functools
 import json
@@ -437,6 +438,7 @@ class Cloud:
     :param scheduling: one of :data:`SCHEDULING`.
     :param sync_interval: ``[cellsched] aggregate_sync_interval``.
     :param api_workers: uwsgi processes of nova-api.
+    :param api_threads: uwsgi threads in each nova-api process.
     :param debug: nova's ``debug`` in every service.
     :param profiler: an osprofiler connection string (``redis://...``):
         tracing on in every nova service and nova-api (off: None).
@@ -445,7 +447,8 @@ class Cloud:
 
     def __init__(self, directory: str, cells: int = 3, computes: int = 10,
                  scheduling: str = 'prefilter', sync_interval: int = 30,
-                 api_workers: int = 2, debug: bool = False,
+                 api_workers: int = 2, api_threads: int = 1,
+                 debug: bool = False,
                  profiler: str | None = None,
                  say: Callable[[str], None] = lambda line: None) -> None:
         self.dir = os.path.abspath(directory)
@@ -454,6 +457,7 @@ class Cloud:
         self.scheduling = scheduling
         self.sync_interval = sync_interval
         self.api_workers = api_workers
+        self.api_threads = api_threads
         self.debug = debug
         self.profiler = profiler
         self.say = say
@@ -490,7 +494,7 @@ class Cloud:
         self.services = {n: Service(**s) for n, s in
                          self.state.get('services', {}).items()}
         for key in ('cells', 'computes', 'scheduling', 'sync_interval',
-                    'api_workers', 'debug', 'profiler'):
+                    'api_workers', 'api_threads', 'debug', 'profiler'):
             if key in self.state:
                 setattr(self, key, self.state[key])
         return True
@@ -511,10 +515,14 @@ class Cloud:
         return '%s-%s' % (self.prefix, part)
 
     def compute_hosts(self) -> dict[str, str]:
-        """Compute host name -> its cell, round-robin over the cells."""
+        """Compute host name -> its cell: round-robin over the cells, then
+        those :meth:`add_compute` started.
+        """
         names = self.cell_names()
-        return {'%s-compute%d' % (names[i % len(names)], i + 1):
-                names[i % len(names)] for i in range(self.computes)}
+        hosts = {'%s-compute%d' % (names[i % len(names)], i + 1):
+                 names[i % len(names)] for i in range(self.computes)}
+        hosts.update(self.state.get('added_computes', {}))
+        return hosts
 
     def base_url(self, name: str) -> str:
         return 'http://127.0.0.1:%d' % self.services[name].port
@@ -739,7 +747,7 @@ class Cloud:
                     processes=1)
         self._uwsgi('nova-api', demo_api.BOUNDED_MODULE,
                     ('OS_NOVA_CONFIG_DIR', self.path('etc', 'nova-api')),
-                    processes=self.api_workers)
+                    processes=self.api_workers, threads=self.api_threads)
         # The demo's noauth filter loads only beside the paste file the
         # harness wrote (demo_api.noauth_filter_factory): say where.
         for name, directory in (('glance-api', 'glance'),
@@ -886,7 +894,8 @@ class Cloud:
             'cells': self.cells, 'computes': self.computes,
             'scheduling': self.scheduling,
             'sync_interval': self.sync_interval,
-            'api_workers': self.api_workers, 'debug': self.debug,
+            'api_workers': self.api_workers,
+            'api_threads': self.api_threads, 'debug': self.debug,
             'profiler': self.profiler, 'databases': [], 'vhosts': [],
             'created': time.time(),
         }
@@ -1108,6 +1117,105 @@ class Cloud:
         self.restart('nova-scheduler')
         self.save()
 
+    def add_compute(self, cell: str, timeout: float = 180.0) -> str:
+        """Start one more nova-compute in *cell*, as an operator adds one.
+
+        Its service is up and its host mapped (``nova-manage cell_v2
+        discover_hosts``) when this returns; joining the cell's placement
+        aggregate is left to nova-scheduler's periodic sync
+        (``[cellsched] aggregate_sync_interval``). Returns its host name;
+        :meth:`down` stops it with the rest.
+        """
+        if cell not in self.cell_names():
+            raise CloudError('expected one of %s, got %r' % (
+                ', '.join(self.cell_names()), cell))
+        added = self.state.setdefault('added_computes', {})
+        host = '%s-compute%d' % (cell, self.computes + len(added) + 1)
+        added[host] = cell
+        conf = self._write_compute_conf(host, cell)
+        service = self._nova('nova-compute-' + host, 'nova-compute', conf,
+                             'compute.' + host, self.vhost(cell),
+                             'nova-compute', host)
+        self.spawn(service)
+        self.wait_rpc([service], timeout)
+        self.discover_hosts(timeout)
+        return host
+
+    def wait_in_cell_aggregate(self, host: str,
+                               timeout: float | None = None) -> float:
+        """Wait until *host*'s node is in its cell's placement aggregate.
+
+        Only nova-scheduler's periodic sync puts it there in this cloud
+        (nothing else writes the cell aggregates). Returns the seconds
+        waited; the default *timeout* is three sync intervals and a
+        minute.
+        """
+        aggregate = self.state['cell_uuids'][self.compute_hosts()[host]]
+        status, body = self.placement('GET',
+                                      '/resource_providers?name=' + host)
+        if status != 200 or not body['resource_providers']:
+            raise CloudError('%s has no resource provider in placement'
+                             % host)
+        provider = body['resource_providers'][0]['uuid']
+
+        def joined() -> bool:
+            status, body = self.placement(
+                'GET', '/resource_providers/%s/aggregates' % provider)
+            return status == 200 and aggregate in body['aggregates']
+
+        start = time.monotonic()
+        if timeout is None:
+            timeout = 3 * max(self.sync_interval, 0) + 60
+        self._wait('%s in its cell aggregate' % host, joined,
+                   [self.services['nova-scheduler']], timeout)
+        return time.monotonic() - start
+
+    def set_compute_status(self, hosts: Iterable[str], status: str) -> None:
+        """``PUT /os-services/{id}`` (2.53): *hosts*' nova-compute services
+        ``enabled`` or ``disabled``, as an admin does.
+        """
+        hosts = set(hosts)
+        code, body = self.nova('GET', '/os-services?binary=nova-compute',
+                               version='2.53')
+        if code != 200:
+            raise CloudError('GET /os-services answered %s' % code)
+        for service in body['services']:
+            if service['host'] in hosts:
+                code, _body = self.nova(
+                    'PUT', '/os-services/' + service['id'],
+                    {'status': status}, version='2.53')
+                if code != 200:
+                    raise CloudError('PUT /os-services/%s answered %s'
+                                     % (service['id'], code))
+
+    @contextlib.contextmanager
+    def frozen_cell(self, cell: str) -> Iterator[None]:
+        """Cell *cell*'s database frozen for the block.
+
+        One session write-locks every table of the cell's database
+        (``LOCK TABLES ... WRITE``): every other session's query on them
+        waits on MariaDB's metadata lock until the block ends, as behind
+        a stuck DDL or a hung storage volume; the server and the other
+        cells' databases answer as before. Nothing is lost: the waiting
+        queries run when the tables are unlocked.
+        """
+        import sqlalchemy as sa
+        from sqlalchemy import pool
+        engine = sa.create_engine(self.database_url(cell),
+                                  poolclass=pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                tables = [str(row[0]) for row in
+                          conn.exec_driver_sql('SHOW TABLES').all()]
+                conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
+                    '`%s` WRITE' % table for table in tables))
+                try:
+                    yield
+                finally:
+                    conn.exec_driver_sql('UNLOCK TABLES')
+        finally:
+            engine.dispose()
+
     def sighup_scheduler(self, cellsched: dict[str, str],
                          timeout: float = 120.0) -> None:
         """Rewrite nova-scheduler's ``[cellsched]``, SIGHUP it, wait.
@@ -1281,6 +1389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help='[cellsched] aggregate_sync_interval (default 30).')
     up.add_argument('--api-workers', type=int, default=2,
                     help='uwsgi processes of nova-api (default 2).')
+    up.add_argument('--api-threads', type=int, default=1,
+                    help='uwsgi threads in each nova-api process (default '
+                         '1; nova 33 and newer run native threads).')
     up.add_argument('--debug', action='store_true',
                     help="nova's debug logging in every service.")
     up.add_argument('--profiler', metavar='CONNECTION',
@@ -1311,7 +1422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           computes=args.computes,
                           scheduling=args.scheduling,
                           sync_interval=args.sync_interval,
-                          api_workers=args.api_workers, debug=args.debug,
+                          api_workers=args.api_workers,
+                          api_threads=args.api_threads, debug=args.debug,
                           profiler=args.profiler, say=say)
             cloud.up()
             say('up in %.1f s' % cloud.state['up_seconds'])

@@ -35,13 +35,18 @@ import os
 import subprocess
 import sys
 import tempfile
+import uuid
 
+import fixtures
 import openstack
+import sqlalchemy as sa
+from sqlalchemy import pool as sa_pool
 import testtools
 from testtools import content
 
 from nova_cellsched.demo import api as demo_api
 from nova_cellsched.demo import cloud as cloud_mod
+from nova_cellsched.demo import seed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -73,6 +78,64 @@ def unavailable() -> str | None:
     return None
 
 
+class FrozenCellTest(testtools.TestCase):
+    """``Cloud.frozen_cell``: one cell's database waits, the others answer.
+
+    MariaDB only, no services: two uniquely named databases stand for
+    two cells of a cloud's state.
+    """
+
+    def setUp(self):
+        super().setUp()
+        if not cloud_mod._port_open('127.0.0.1', 3306):
+            self.skipTest('MariaDB does not answer on 127.0.0.1:3306 '
+                          '(tools/databases)')
+        directory = self.useFixture(fixtures.TempDir()).path
+        self.cloud = cloud_mod.Cloud(directory, cells=2)
+        self.cloud.state['prefix'] = 'ncs_frozen_%s' % uuid.uuid4().hex[:8]
+        for cell in self.cloud.cell_names():
+            url = seed.create_database(cloud_mod.MYSQL, '%s_%s' % (
+                self.cloud.prefix, cell))
+            self.addCleanup(seed.drop_database, url)
+            engine = sa.create_engine(url, poolclass=sa_pool.NullPool)
+            self.addCleanup(engine.dispose)
+            with engine.begin() as conn:
+                for table in ('instances', 'instance_extra'):
+                    conn.exec_driver_sql(
+                        'CREATE TABLE %s (id INT PRIMARY KEY)' % table)
+                    conn.exec_driver_sql('INSERT INTO %s VALUES (1)'
+                                         % table)
+
+    def _count(self, cell, table='instances'):
+        """Rows of *table* in *cell*, waiting at most a second for a lock.
+        """
+        engine = sa.create_engine(self.cloud.database_url(cell),
+                                  poolclass=sa_pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql('SET SESSION lock_wait_timeout = 1')
+                return conn.exec_driver_sql(
+                    'SELECT COUNT(*) FROM %s' % table).scalar()
+        finally:
+            engine.dispose()
+
+    def test_every_table_of_the_cell_waits_until_the_block_ends(self):
+        with self.cloud.frozen_cell('cell1'):
+            for table in ('instances', 'instance_extra'):
+                error = self.assertRaises(sa.exc.OperationalError,
+                                          self._count, 'cell1', table)
+                self.assertIn('Lock wait timeout', str(error))
+            self.assertEqual(1, self._count('cell2'))
+        self.assertEqual(1, self._count('cell1'))
+        self.assertEqual(1, self._count('cell1', 'instance_extra'))
+
+    def test_unfrozen_when_the_block_raises(self):
+        with testtools.ExpectedException(RuntimeError):
+            with self.cloud.frozen_cell('cell2'):
+                raise RuntimeError('the storm failed')
+        self.assertEqual(1, self._count('cell2'))
+
+
 class TestCloud(testtools.TestCase):
     """up, boots through openstacksdk, list, status, down: nothing left."""
 
@@ -87,9 +150,11 @@ class TestCloud(testtools.TestCase):
             self.skipTest(problem)
         self.dir = tempfile.mkdtemp(prefix='cellsched-cloud-')
         self.lines = []
+        # The aggregate sync every 10 s: a compute added below joins its
+        # cell's aggregate within the test.
         self.cloud = cloud_mod.Cloud(
             self.dir, cells=3, computes=3, scheduling='prefilter',
-            say=self.lines.append)
+            sync_interval=10, say=self.lines.append)
         self.addCleanup(self._down_if_up)
         self.addCleanup(lambda: self.addDetail('up', content.text_content(
             '\n'.join(self.lines))))
@@ -148,6 +213,21 @@ class TestCloud(testtools.TestCase):
                   admin.compute.servers(details=True, all_projects=True)}
         self.assertEqual({name: ('ACTIVE', project)
                           for project, name in wanted}, listed)
+
+        # A nova-compute added to cell3 joins cell3's aggregate through
+        # nova-scheduler's periodic sync and, with cell3's first compute
+        # disabled, takes the dedicated project's next boot.
+        added = self.cloud.add_compute('cell3')
+        self.assertEqual('cell3', self.cloud.compute_hosts()[added])
+        self.cloud.wait_in_cell_aggregate(added)
+        first = [h for h, c in cells.items() if c == 'cell3']
+        self.cloud.set_compute_status(first, 'disabled')
+        try:
+            server = self.boot(cloud_mod.DEDICATED, 'dedicated-new')
+        finally:
+            self.cloud.set_compute_status(first, 'enabled')
+        self.assertEqual(added,
+                         admin.compute.get_server(server.id).compute_host)
 
         status = subprocess.run(
             [TOOL, '--dir', self.dir, 'status'], capture_output=True,
