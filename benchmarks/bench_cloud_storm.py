@@ -39,6 +39,24 @@ cells (nova's default filters place them anywhere: the count shows what
 the plugin prevents), and the CPU seconds each service used meanwhile
 (psutil, each service's whole process group).
 
+``--rounds N`` storms every configuration N times in alternating order
+(nova, filter, prefilter, then prefilter, filter, nova, ...): each storm
+leaves the cloud a little busier than it found it (rows deleted but kept,
+caches, logs), so a fixed order would favour the first configuration;
+the report then pools every round's boots per configuration.
+
+What only a real deployment shows, after the storms:
+
+* ``--freeze nova,prefilter``: for each configuration, a storm during
+  which cell2's database is frozen (:meth:`Cloud.frozen_cell`): the
+  boots POSTed before, during and after the freeze, where they went and
+  how they ended, and an admin's lists meanwhile;
+* ``--sighup``: nova-scheduler SIGHUP'd with a changed
+  ``cells_projects``; the dedicated project's next boots follow it;
+* ``--new-compute``: a nova-compute started in the dedicated cell joins
+  the cell's aggregate through the periodic sync and, with the cell's
+  other computes disabled, takes the dedicated project's boot.
+
 With ``--trace`` the cloud runs with osprofiler on (every nova service
 and nova-api, the redis collector at ``--redis``) and one storm per
 configuration is traced: each boot's POST carries the trace headers
@@ -134,7 +152,7 @@ def boot(cloud: cloud_mod.Cloud, clients: Clients, index: int, tag: str,
             image_id=cloud.state['image'], networks='none')
     except Exception as exc:  # noqa: BLE001 - a failed POST is a result
         return {'index': index, 'project': project, 'status': 'POST-FAILED',
-                'error': str(exc)[:300]}
+                'error': str(exc)[:300], 'start': start}
     finally:
         if trace:
             from osprofiler import profiler
@@ -166,7 +184,7 @@ def boot(cloud: cloud_mod.Cloud, clients: Clients, index: int, tag: str,
             'status': status, 'host': host, 'cell': cell, 'fault': fault,
             'post_s': posted - start, 'active_s': done - start,
             'outside': bool(cell and cell not in allowed(cloud, project)),
-            'base_id': base_id}
+            'base_id': base_id, 'start': start}
 
 
 def cpu_by_service(cloud: cloud_mod.Cloud) -> dict[str, float]:
@@ -369,6 +387,7 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
         'active_s': reporting.percentiles(
             active, {'p50': 50, 'p95': 95, 'p99': 99, 'max': 100},
             digits=2),
+        'active_each_s': [round(t, 2) for t in active],
         'post_s': reporting.percentiles(
             posts, {'p50': 50, 'p95': 95, 'max': 100}, digits=2),
         'cpu_s': group_cpu(cpu),
@@ -408,6 +427,149 @@ def sighup_check(cloud: cloud_mod.Cloud, clients: Clients,
     return {'reload_s': round(reload_s, 1), 'expected_cell': names[1],
             'cells': [r.get('cell') for r in results],
             'statuses': [r['status'] for r in results]}
+
+
+def _boots(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Statuses, cells and POST-to-end percentiles of some boots."""
+    return {
+        'boots': len(results),
+        'statuses': dict(collections.Counter(r['status'] for r in results)),
+        'by_cell': dict(collections.Counter(r.get('cell') or '-'
+                                            for r in results)),
+        'end_s': reporting.percentiles(
+            [r['active_s'] for r in results if 'active_s' in r],
+            {'p50': 50, 'max': 100}, digits=1) if any(
+                'active_s' in r for r in results) else {},
+    }
+
+
+def frozen_check(cloud: cloud_mod.Cloud, clients: Clients,
+                 args: argparse.Namespace) -> dict[str, Any]:
+    """A storm during which one cell's database is frozen.
+
+    cell2 (a default cell: the unmapped projects may boot there, the
+    dedicated project may not) is frozen ``--freeze-after`` seconds into
+    a storm of ``--freeze-storm`` servers, for ``--freeze-for`` seconds
+    (:meth:`Cloud.frozen_cell`), while an admin lists the listed
+    project every two seconds. Reported: the boots POSTed before,
+    during and after the freeze (statuses, cells, POST to ACTIVE or
+    ERROR), every list's time and servers, and whether every server
+    ended ACTIVE or ERROR (nothing lost) and was deleted.
+    """
+    frozen = cloud.cell_names()[1]
+    servers, concurrency = (int(n) for n in args.freeze_storm.split('/'))
+    window: dict[str, float] = {}
+    lists: list[dict[str, Any]] = []
+    done = threading.Event()
+    zero = time.monotonic()
+
+    def freezer() -> None:
+        time.sleep(args.freeze_after)
+        with cloud.frozen_cell(frozen):
+            window['start'] = time.monotonic() - zero
+            time.sleep(args.freeze_for)
+        window['end'] = time.monotonic() - zero
+
+    def lister() -> None:
+        while not done.is_set():
+            at = time.monotonic() - zero
+            try:
+                one = list_once(cloud)
+            except Exception as exc:  # noqa: BLE001 - a failed list is a result
+                one = {'error': str(exc)[:200]}
+            one['at'] = at
+            lists.append(one)
+            done.wait(2.0)
+
+    threads = [threading.Thread(target=freezer, name='freezer'),
+               threading.Thread(target=lister, name='lister')]
+    for thread in threads:
+        thread.start()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            results = list(pool.map(
+                lambda i: boot(cloud, clients, i, 'frozen', args.poll,
+                               args.boot_timeout, False), range(servers)))
+    finally:
+        threads[0].join()
+        done.set()
+        threads[1].join()
+    for r in results:
+        r['at'] = r['start'] - zero
+    start, end = window['start'], window['end']
+    phases = {
+        'before': [r for r in results if r['at'] < start],
+        'during': [r for r in results if start <= r['at'] < end],
+        'after': [r for r in results if r['at'] >= end],
+    }
+
+    def lists_in(low: float, high: float) -> dict[str, Any]:
+        some = [one for one in lists if low <= one['at'] < high]
+        ok = [one for one in some if 'error' not in one]
+        return {
+            'lists': len(some), 'failed': len(some) - len(ok),
+            'servers': sorted({one['servers'] for one in ok}),
+            's': reporting.percentiles([one['s'] for one in ok],
+                                       {'p50': 50, 'max': 100},
+                                       digits=1) if ok else {},
+            # The filter's own time (Server-Timing "total"): the rest of
+            # a list's time is nova-api's, queueing for a worker first.
+            'filter_total_max_s': round(max(
+                (one['timing'].get('total', 0.0) for one in ok),
+                default=0.0) / 1000.0, 1),
+        }
+
+    lost = [r for r in results
+            if r['status'] not in ('ACTIVE', 'ERROR')]
+    delete_all(cloud, clients, results, concurrency)
+    return {
+        'scheduling': cloud.scheduling, 'frozen_cell': frozen,
+        'servers': servers, 'concurrency': concurrency,
+        'frozen_from_s': round(start, 1), 'frozen_to_s': round(end, 1),
+        'boots': {name: _boots(rs) for name, rs in phases.items()},
+        'lists': {'before': lists_in(0, start),
+                  'during': lists_in(start, end),
+                  'after': lists_in(end, float('inf'))},
+        'not_active_or_error': len(lost),
+        'faults': sorted({(r.get('fault') or r.get('error') or '')[:160]
+                          for r in results
+                          if r.get('fault') or r.get('error')})[:5],
+    }
+
+
+def new_compute_check(cloud: cloud_mod.Cloud, clients: Clients,
+                      args: argparse.Namespace) -> dict[str, Any]:
+    """A nova-compute started in the dedicated cell joins its aggregate
+    through the periodic sync, then takes the dedicated project's boot.
+
+    Started and mapped as an operator does (:meth:`Cloud.add_compute`),
+    then placement is polled until the node is in its cell's aggregate
+    (nothing but nova-scheduler's periodic sync puts it there). The
+    cell's other computes are then disabled (``PUT /os-services``), so
+    that the dedicated project's boot can only land on the new one, and
+    enabled again after.
+    """
+    cell = cloud.cell_names()[-1]
+    start = time.monotonic()
+    host = cloud.add_compute(cell)
+    mapped_s = time.monotonic() - start
+    cloud.wait_in_cell_aggregate(host)
+    joined_s = time.monotonic() - start
+    others = [h for h, c in cloud.compute_hosts().items()
+              if c == cell and h != host]
+    cloud.set_compute_status(others, 'disabled')
+    try:
+        # Index 0: the dedicated project's.
+        run = boot(cloud, clients, 0, 'new-compute', args.poll,
+                   args.boot_timeout, False)
+    finally:
+        cloud.set_compute_status(others, 'enabled')
+    delete_all(cloud, clients, [run], 1)
+    return {'cell': cell, 'host': host, 'mapped_s': round(mapped_s, 1),
+            'joined_aggregate_s': round(joined_s, 1),
+            'sync_interval_s': cloud.sync_interval,
+            'others_disabled': len(others), 'boot_status': run['status'],
+            'boot_host': run.get('host'), 'boot_fault': run.get('fault')}
 
 
 # Traces
@@ -522,17 +684,19 @@ def analyse_traces(redis_url: str, results: list[dict[str, Any]]
 def render(results: dict[str, Any]) -> str:
     lines = ['# Boot storm on a multi-process cloud (tools/cloud)', '',
              '%s' % results.get('cloud', {}), '',
-             '| scheduling | servers/conc. | p50 s | p95 s | p99 s | max s '
+             '| scheduling | round | servers/conc. | p50 s | p95 s | p99 s '
+             '| max s '
              '| POST p50 s | boots/s | ACTIVE | POST failed | ERROR '
              '| NoValidHost | timeout '
              '| outside cells | cell unknown | by cell | CPU s total |',
              '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'
-             '---|---|']
+             '---|---|---|']
     for run in results['storms']:
         a = run['active_s']
-        lines.append('| %s | %d/%d | %s | %s | %s | %s | %s | %s | %d | %d '
-                     '| %d | %d | %d | %d | %d | %s | %s |' % (
-                         run['scheduling'], run['servers'],
+        lines.append('| %s | %s | %d/%d | %s | %s | %s | %s | %s | %s | %d '
+                     '| %d | %d | %d | %d | %d | %d | %s | %s |' % (
+                         run['scheduling'], run.get('round', 1),
+                         run['servers'],
                          run['concurrency'], a['p50'], a['p95'], a['p99'],
                          a['max'], run['post_s']['p50'], run['boots_per_s'],
                          run['active'], run['post_failed'], run['error'],
@@ -542,6 +706,66 @@ def render(results: dict[str, Any]) -> str:
                          ', '.join('%s %d' % kv for kv in
                                    sorted(run['by_cell'].items())),
                          run['cpu_total_s']))
+    if results.get('pooled'):
+        lines += ['', '## Every round together', '',
+                  '| scheduling | servers/conc. | rounds | p50 s | p95 s '
+                  '| p99 s | max s | p50 of each round s | not ACTIVE '
+                  '| outside cells | CPU s each round |',
+                  '|---|---|---|---|---|---|---|---|---|---|---|']
+        for row in results['pooled']:
+            a = row['active_s']
+            lines.append('| %s | %d/%d | %s | %s | %s | %s | %s | %s | %d '
+                         '| %d | %s |' % (
+                             row['scheduling'], row['servers'],
+                             row['concurrency'],
+                             ', '.join(str(n) for n in row['rounds']),
+                             a['p50'], a['p95'], a['p99'], a['max'],
+                             ', '.join(str(p) for p in
+                                       row['p50_each_round_s']),
+                             row['not_active'],
+                             row['outside_allowed_cells'],
+                             ', '.join(str(c) for c in
+                                       row['cpu_total_s'])))
+    for frozen in results.get('frozen', []):
+        lines += ['', '## %s: %d servers at %d, %s frozen from %s s to %s s'
+                  % (frozen['scheduling'], frozen['servers'],
+                     frozen['concurrency'], frozen['frozen_cell'],
+                     frozen['frozen_from_s'], frozen['frozen_to_s']), '',
+                  '| POSTed | boots | statuses | cells | POST to end p50 s '
+                  '| max s |', '|---|---|---|---|---|---|']
+        for when, b in frozen['boots'].items():
+            lines.append('| %s the freeze | %d | %s | %s | %s | %s |' % (
+                when, b['boots'],
+                ', '.join('%s %d' % kv for kv in sorted(
+                    b['statuses'].items())),
+                ', '.join('%s %d' % kv for kv in sorted(
+                    b['by_cell'].items())),
+                b['end_s'].get('p50', '-'), b['end_s'].get('max', '-')))
+        lines += ['', '| lists started | lists | failed | servers '
+                  '| p50 s | max s | the filter\'s own, max s |',
+                  '|---|---|---|---|---|---|---|']
+        for when, one in frozen['lists'].items():
+            lines.append('| %s the freeze | %d | %d | %s | %s | %s | %s |'
+                         % (when, one['lists'], one['failed'],
+                            ', '.join(str(n) for n in one['servers']),
+                            one['s'].get('p50', '-'),
+                            one['s'].get('max', '-'),
+                            one.get('filter_total_max_s', '-')))
+        lines += ['', 'Servers neither ACTIVE nor ERROR at the end: %d.'
+                  % frozen['not_active_or_error']]
+        lines += ['Fault: %s' % fault for fault in frozen['faults']]
+    if 'new_compute' in results:
+        n = results['new_compute']
+        lines += ['', '## A nova-compute added to %s' % n['cell'], '',
+                  '%s: service up and host mapped after %s s; in its '
+                  'cell\'s aggregate after %s s (periodic sync every %s s);'
+                  ' with the cell\'s %s other computes disabled, the '
+                  'dedicated project\'s boot: %s on %s%s.' % (
+                      n['host'], n['mapped_s'], n['joined_aggregate_s'],
+                      n['sync_interval_s'], n.get('others_disabled', '-'),
+                      n.get('boot_status', '-'), n.get('boot_host', '-'),
+                      ' (%s)' % n['boot_fault'] if n.get('boot_fault')
+                      else '')]
     listed = [r for r in results['storms'] if 'listing' in r]
     if listed:
         lines += ['', '## GET /servers/detail (admin, one project\'s '
@@ -607,6 +831,45 @@ def render(results: dict[str, Any]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def _say_storm(say: Any, run: dict[str, Any]) -> None:
+    say(json.dumps({k: run[k] for k in (
+        'active_s', 'active', 'error', 'no_valid_host', 'timeout',
+        'post_failed', 'outside_allowed_cells', 'cell_unknown', 'by_cell',
+        'cpu_total_s', 'faults')}))
+
+
+def round_order(configs: list[str], number: int) -> list[str]:
+    """The configurations of round *number* (0 first): every other round
+    in reverse, so that none is always first or always last.
+    """
+    return list(configs) if number % 2 == 0 else list(configs)[::-1]
+
+
+def pooled(storms: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per configuration and storm size, every round's boots together."""
+    groups: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    for run in storms:
+        groups.setdefault((run['scheduling'], run['servers'],
+                           run['concurrency']), []).append(run)
+    rows = []
+    for (config, servers, conc), runs in groups.items():
+        each = [t for run in runs for t in run['active_each_s']]
+        rows.append({
+            'scheduling': config, 'servers': servers, 'concurrency': conc,
+            'rounds': [run['round'] for run in runs],
+            'active_s': reporting.percentiles(
+                each, {'p50': 50, 'p95': 95, 'p99': 99, 'max': 100},
+                digits=2),
+            'p50_each_round_s': [run['active_s']['p50'] for run in runs],
+            'outside_allowed_cells': sum(run['outside_allowed_cells']
+                                         for run in runs),
+            'not_active': sum(run['servers'] - run['active']
+                              for run in runs),
+            'cpu_total_s': [run['cpu_total_s'] for run in runs],
+        })
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--dir', default=None,
@@ -636,6 +899,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--sighup', action='store_true',
                         help='After the storms: SIGHUP nova-scheduler with '
                              'a changed cells_projects, boot, report cells.')
+    parser.add_argument('--rounds', type=int, default=1,
+                        help='Storm every configuration this many times, '
+                             'in alternating order (nova, filter, '
+                             'prefilter, then the reverse, ...): a '
+                             'configuration is not favoured by its place.')
+    parser.add_argument('--freeze', default='', metavar='CONFIGS',
+                        help='After the storms, for each of these '
+                             'configurations (e.g. nova,prefilter): a storm '
+                             'during which cell2\'s database is frozen.')
+    parser.add_argument('--freeze-storm', default='60/10',
+                        metavar='SERVERS/CONC')
+    parser.add_argument('--freeze-after', type=float, default=10.0)
+    parser.add_argument('--freeze-for', type=float, default=90.0,
+                        help='Seconds frozen (default 90: past nova\'s '
+                             '60 s cell and RPC timeouts).')
+    parser.add_argument('--new-compute', action='store_true',
+                        help='At the end, with the pre-filter: a '
+                             'nova-compute started in the dedicated cell '
+                             'joins its aggregate and takes a boot.')
     reporting.add_output_arguments(parser, name=None)
     args = parser.parse_args(argv)
     if args.render:
@@ -679,6 +961,7 @@ def main(argv: list[str] | None = None) -> int:
         results['cloud'] = {
             'cells': cloud.cells, 'computes': cloud.computes,
             'api_workers': cloud.api_workers,
+            'api_threads': cloud.api_threads,
             'up_seconds': cloud.state.get('up_seconds'),
             'memory_pss_mib': round(sum(r['pss_mib']
                                         for r in cloud.status())),
@@ -687,28 +970,48 @@ def main(argv: list[str] | None = None) -> int:
             say('seeding %d servers of the listed project' % args.list)
             seed_listed(cloud, args.list)
         clients = Clients(cloud.compute_url)
+        traced: set[str] = set()
         try:
-            for config in configs:
+            for number in range(args.rounds):
+                for config in round_order(configs, number):
+                    if cloud.scheduling != config:
+                        say('nova-scheduler: %s (restart)' % config)
+                        cloud.set_scheduling(config)
+                    for servers, conc in storms:
+                        say('round %d, %s: %d servers at concurrency %d'
+                            % (number + 1, config, servers, conc))
+                        trace = (args.trace and config not in traced and
+                                 (servers, conc) == storms[0])
+                        if trace:
+                            traced.add(config)
+                        run = storm(cloud, clients, servers, conc,
+                                    '%s-%d' % (config, conc), args,
+                                    trace=trace)
+                        run['scheduling'] = config
+                        run['round'] = number + 1
+                        results['storms'].append(run)
+                        _say_storm(say, run)
+            if args.rounds > 1:
+                results['pooled'] = pooled(results['storms'])
+            for config in [c for c in args.freeze.split(',') if c]:
                 if cloud.scheduling != config:
                     say('nova-scheduler: %s (restart)' % config)
                     cloud.set_scheduling(config)
-                for servers, conc in storms:
-                    say('%s: %d servers at concurrency %d' % (
-                        config, servers, conc))
-                    run = storm(cloud, clients, servers, conc,
-                                '%s-%d' % (config, conc), args,
-                                trace=args.trace and (servers, conc) == (
-                                    storms[0]))
-                    run['scheduling'] = config
-                    results['storms'].append(run)
-                    say(json.dumps({k: run[k] for k in (
-                        'active_s', 'active', 'error', 'no_valid_host',
-                        'timeout', 'post_failed', 'outside_allowed_cells',
-                        'cell_unknown', 'by_cell', 'cpu_total_s',
-                        'faults')}))
+                say('%s: a storm of %s with %s frozen' % (
+                    config, args.freeze_storm, cloud.cell_names()[1]))
+                frozen = frozen_check(cloud, clients, args)
+                results.setdefault('frozen', []).append(frozen)
+                say('frozen: %s' % json.dumps(frozen))
             if args.sighup and cloud.scheduling != 'nova':
                 results['sighup'] = sighup_check(cloud, clients, args)
                 say('sighup: %s' % results['sighup'])
+            if args.new_compute:
+                if cloud.scheduling != 'prefilter':
+                    say('nova-scheduler: prefilter (restart)')
+                    cloud.set_scheduling('prefilter')
+                results['new_compute'] = new_compute_check(cloud, clients,
+                                                           args)
+                say('new compute: %s' % results['new_compute'])
         finally:
             clients.close()
     print(render(results))

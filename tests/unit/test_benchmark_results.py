@@ -456,3 +456,80 @@ class CloudStormServerTimingTest(base.BaseTestCase):
                 ('', {})):
             self.assertEqual(expected,
                              bench_cloud_storm.server_timing(header), header)
+
+
+class CloudStormRoundsTest(base.BaseTestCase):
+    """bench_cloud_storm pools the rounds and reports the checks."""
+
+    @staticmethod
+    def _run(config, number, times, outside=0):
+        import bench_cloud_storm
+
+        return {'scheduling': config, 'round': number, 'servers': 4,
+                'concurrency': 2, 'active': len(times),
+                'active_each_s': times, 'outside_allowed_cells': outside,
+                'cpu_total_s': 10.0 * number,
+                'active_s': bench_cloud_storm.reporting.percentiles(
+                    times, {'p50': 50}, digits=2)}
+
+    def test_each_configuration_pools_its_rounds(self):
+        import bench_cloud_storm
+
+        rows = bench_cloud_storm.pooled([
+            self._run('nova', 1, [1.0, 2.0, 3.0, 4.0], outside=2),
+            self._run('filter', 1, [5.0, 6.0, 7.0, 8.0]),
+            self._run('filter', 2, [1.0, 2.0, 3.0, 4.0]),
+            self._run('nova', 2, [5.0, 6.0, 7.0], outside=1)])
+        by_config = {row['scheduling']: row for row in rows}
+        self.assertEqual([1, 2], by_config['nova']['rounds'])
+        self.assertEqual(3, by_config['nova']['outside_allowed_cells'])
+        # Four servers a storm: the round that had three ACTIVE.
+        self.assertEqual(1, by_config['nova']['not_active'])
+        # Both rounds' eight boots together, and each round's own p50.
+        self.assertEqual(
+            bench_cloud_storm.reporting.percentiles(
+                [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+                {'p50': 50, 'p95': 95, 'p99': 99, 'max': 100}, digits=2),
+            by_config['filter']['active_s'])
+        self.assertEqual(8.0, by_config['filter']['active_s']['max'])
+        self.assertEqual([6.0, 2.0], by_config['filter']['p50_each_round_s'])
+
+    def test_rounds_alternate_the_order(self):
+        """Every other round runs the configurations in reverse order."""
+        import bench_cloud_storm
+
+        configs = ['nova', 'filter', 'prefilter']
+        self.assertEqual(
+            [configs, configs[::-1], configs, configs[::-1]],
+            [bench_cloud_storm.round_order(configs, n) for n in range(4)])
+
+    def test_report_names_the_frozen_cell_and_the_added_compute(self):
+        import bench_cloud_storm
+
+        boots = {'boots': 2, 'statuses': {'ACTIVE': 2},
+                 'by_cell': {'cell1': 2}, 'end_s': {'p50': 3.0, 'max': 4.0}}
+        lists = {'lists': 3, 'failed': 0, 'servers': [667, 1000],
+                 's': {'p50': 1.5, 'max': 60.2}, 'filter_total_max_s': 60.1}
+        text = bench_cloud_storm.render({
+            'cloud': {}, 'storms': [],
+            'frozen': [{'scheduling': 'prefilter', 'servers': 6,
+                        'concurrency': 2, 'frozen_cell': 'cell2',
+                        'frozen_from_s': 10.0, 'frozen_to_s': 100.0,
+                        'boots': {'before': boots, 'during': boots,
+                                  'after': boots},
+                        'lists': {'before': lists, 'during': lists,
+                                  'after': lists},
+                        'not_active_or_error': 0, 'faults': []}],
+            'new_compute': {'cell': 'cell3', 'host': 'cell3-compute11',
+                            'mapped_s': 20.0, 'joined_aggregate_s': 31.0,
+                            'sync_interval_s': 30, 'others_disabled': 3,
+                            'boot_status': 'ACTIVE',
+                            'boot_host': 'cell3-compute11',
+                            'boot_fault': None}})
+        self.assertIn('cell2 frozen from 10.0 s to 100.0 s', text)
+        self.assertIn('| during the freeze | 3 | 0 | 667, 1000 | 1.5 | '
+                      '60.2 | 60.1 |', text)
+        self.assertIn('Servers neither ACTIVE nor ERROR at the end: 0.',
+                      text)
+        self.assertIn("the dedicated project's boot: ACTIVE on "
+                      'cell3-compute11.', text)
