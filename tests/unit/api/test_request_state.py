@@ -20,12 +20,14 @@ a listing worker. Outside a request there is none.
 
 import concurrent.futures
 import contextvars
+import logging
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 
+import fixtures
 from nova import context as nova_context
 from nova import objects
 from nova.tests import fixtures as nova_fixtures
@@ -238,6 +240,9 @@ class GivenUpTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
+        # What nova and the lister log here (nova's lock lines, the cell
+        # not asked again) is this test's: captured, shown on failure.
+        self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
         # nova's scatter_gather_cells starts nova's executors: this
         # test's own, shut down at its end as nova's tests do (nova 31
         # has none: a green thread per cell, nothing to shut down).
@@ -262,6 +267,9 @@ class GivenUpTest(testtools.TestCase):
         with request_state.scope() as state:
             state.given_up = frozenset({self.cell.uuid})
             self.assertIs(nova_context.did_not_respond_sentinel, self.ask())
+        self.assertIn("Cell %s did not answer this request's listing in "
+                      'time and is not asked again by this request'
+                      % self.cell.uuid, self.logs.output)
 
     def test_the_next_request_asks_again(self):
         with request_state.scope() as state:
