@@ -393,9 +393,7 @@ def storm(cloud: cloud_mod.Cloud, clients: Clients, servers: int,
         'cpu_s': group_cpu(cpu),
         'cpu_total_s': round(sum(cpu.values()), 1),
         # Boot faults and failed POSTs alike (a 403 over quota, ...).
-        'faults': sorted({(r.get('fault') or r.get('error'))[:160]
-                          for r in results
-                          if r.get('fault') or r.get('error')})[:5],
+        'faults': faults(results),
     }
     if args.list:
         summary['listing'] = {'quiet': listing_summary(quiet),
@@ -431,15 +429,14 @@ def sighup_check(cloud: cloud_mod.Cloud, clients: Clients,
 
 def _boots(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Statuses, cells and POST-to-end percentiles of some boots."""
+    ends = [r['active_s'] for r in results if 'active_s' in r]
     return {
         'boots': len(results),
         'statuses': dict(collections.Counter(r['status'] for r in results)),
         'by_cell': dict(collections.Counter(r.get('cell') or '-'
                                             for r in results)),
-        'end_s': reporting.percentiles(
-            [r['active_s'] for r in results if 'active_s' in r],
-            {'p50': 50, 'max': 100}, digits=1) if any(
-                'active_s' in r for r in results) else {},
+        'end_s': reporting.percentiles(ends, {'p50': 50, 'max': 100},
+                                       digits=1) if ends else {},
     }
 
 
@@ -531,9 +528,7 @@ def frozen_check(cloud: cloud_mod.Cloud, clients: Clients,
                   'during': lists_in(start, end),
                   'after': lists_in(end, float('inf'))},
         'not_active_or_error': len(lost),
-        'faults': sorted({(r.get('fault') or r.get('error') or '')[:160]
-                          for r in results
-                          if r.get('fault') or r.get('error')})[:5],
+        'faults': faults(results),
     }
 
 
@@ -831,6 +826,20 @@ def render(results: dict[str, Any]) -> str:
     return '\n'.join(lines) + '\n'
 
 
+def faults(results: list[dict[str, Any]]) -> list[str]:
+    """At most five distinct boot faults and failed POSTs, cut to 160."""
+    return sorted({(r.get('fault') or r.get('error'))[:160]
+                   for r in results
+                   if r.get('fault') or r.get('error')})[:5]
+
+
+def use_scheduling(cloud: cloud_mod.Cloud, config: str, say: Any) -> None:
+    """nova-scheduler restarted with *config*, unless it runs it."""
+    if cloud.scheduling != config:
+        say('nova-scheduler: %s (restart)' % config)
+        cloud.set_scheduling(config)
+
+
 def _say_storm(say: Any, run: dict[str, Any]) -> None:
     say(json.dumps({k: run[k] for k in (
         'active_s', 'active', 'error', 'no_valid_host', 'timeout',
@@ -974,9 +983,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for number in range(args.rounds):
                 for config in round_order(configs, number):
-                    if cloud.scheduling != config:
-                        say('nova-scheduler: %s (restart)' % config)
-                        cloud.set_scheduling(config)
+                    use_scheduling(cloud, config, say)
                     for servers, conc in storms:
                         say('round %d, %s: %d servers at concurrency %d'
                             % (number + 1, config, servers, conc))
@@ -994,9 +1001,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.rounds > 1:
                 results['pooled'] = pooled(results['storms'])
             for config in [c for c in args.freeze.split(',') if c]:
-                if cloud.scheduling != config:
-                    say('nova-scheduler: %s (restart)' % config)
-                    cloud.set_scheduling(config)
+                use_scheduling(cloud, config, say)
                 say('%s: a storm of %s with %s frozen' % (
                     config, args.freeze_storm, cloud.cell_names()[1]))
                 frozen = frozen_check(cloud, clients, args)
@@ -1006,9 +1011,7 @@ def main(argv: list[str] | None = None) -> int:
                 results['sighup'] = sighup_check(cloud, clients, args)
                 say('sighup: %s' % results['sighup'])
             if args.new_compute:
-                if cloud.scheduling != 'prefilter':
-                    say('nova-scheduler: prefilter (restart)')
-                    cloud.set_scheduling('prefilter')
+                use_scheduling(cloud, 'prefilter', say)
                 results['new_compute'] = new_compute_check(cloud, clients,
                                                            args)
                 say('new compute: %s' % results['new_compute'])
