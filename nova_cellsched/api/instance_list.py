@@ -729,10 +729,97 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
             context, asked, timeout, fn, *args, **kwargs)
     for cm in cell_mappings:
         if cm.uuid in skipped:
-            LOG.warning('Cell %s did not answer this request\'s listing in '
-                        'time and is not asked again by this request',
-                        cm.uuid)
+            results[cm.uuid] = _not_asked_again(cm.uuid)
+    return results
+
+
+def _not_asked_again(cell: str) -> object:
+    """A cell this request's listing gave up on: logged, not asked."""
+    LOG.warning('Cell %s did not answer this request\'s listing in '
+                'time and is not asked again by this request', cell)
+    return nova_context.did_not_respond_sentinel
+
+
+def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
+                                fn: Callable[..., Any], *args: Any
+                                ) -> dict[str, Any]:
+    """The view's lookups after a listing: on the listing's workers.
+
+    What nova's ``scatter_gather_cells`` answers, for the lookups
+    :mod:`.view` makes of the listed servers' cells (block device
+    mappings, faults): cell uuid -> ``fn(cctxt, *args)``'s result, the
+    exception it raised, or ``did_not_respond_sentinel``. Each cell is
+    targeted with ``nova.context.target_cell`` in this thread, as the
+    listing's cells are (nova's cell cache; nova's ``DownCellFixture``
+    takes cells down there too). What differs is where and how long:
+
+    * ``fn`` runs on this process's listing workers (:func:`_executor`),
+      not on nova's ``cell_worker`` pool (``[DEFAULT]
+      cell_worker_thread_pool_size``, 5 threads). Under a frozen cell,
+      nova's pool fills with other requests' reads of it (a server's
+      own page, ``GET /servers/{id}``, waits nova's 60 s
+      ``CELL_TIMEOUT`` for it), and a lookup queued behind them waited
+      as long, although the listing had already given the frozen cell
+      up. The listing's workers are kept from filling that way: a cell
+      with ``api_stuck_queries_per_cell`` calls stuck is not asked
+      (:class:`_GuardedCalls`), and the pool is sized for the rest
+      (:func:`pool_size`).
+    * Each call's I/O is bounded as a listing's (:func:`io_timeout`),
+      and the whole call waits at most ``[cellsched]
+      list_cell_timeout`` (queued tasks included, as nova bounds its
+      gather), not nova's 60 s.
+    * A cell this request's listing or an earlier lookup gave up on is
+      not asked (``did_not_respond_sentinel`` at once, as
+      :func:`scatter_gather_cells` does); a cell that does not answer
+      now is given up on for the rest of the request.
+
+    A cell whose call fails is logged with why (one line, as
+    :func:`.gather.describe_error` writes it: no SQL, no URL) and its
+    exception is its answer, as in nova.
+    """
+    group = CONF[conf_mod.GROUP_NAME]
+    state = request_state.current()
+    skipped = frozenset() if state is None else state.given_up
+    calls = _GuardedCalls(group.list_cell_timeout,
+                          group.api_stuck_queries_per_cell)
+    results: dict[str, Any] = {}
+    todo: dict[str, cross_cell.Call] = {}
+    for cm in cell_mappings:
+        if cm.uuid in skipped:
+            results[cm.uuid] = _not_asked_again(cm.uuid)
+        elif calls.tripped(cm.uuid):
             results[cm.uuid] = nova_context.did_not_respond_sentinel
+        else:
+            try:
+                with nova_context.target_cell(context, cm) as cctxt:
+                    todo[cm.uuid] = (fn, (cctxt,) + args)
+            except Exception as exc:
+                results[cm.uuid] = exc
+    if todo:
+        deadline = gather.Deadline(group.list_cell_timeout)
+        budgets = {uuid: gather.Budget(group.list_cell_timeout)
+                   for uuid in todo}
+        submit = _executor(max(len(todo), len(nova_context.CELLS or ()))
+                           ).submit
+        outcomes = calls.run(
+            lambda guarded: gather.run_round(submit, guarded, budgets,
+                                             deadline), todo)
+        for uuid, outcome in outcomes.items():
+            if outcome.ok:
+                results[uuid] = outcome.result
+            elif outcome.status == gather.TIMED_OUT:
+                results[uuid] = nova_context.did_not_respond_sentinel
+            else:
+                results[uuid] = outcome.error
+        timed_out = {uuid for uuid, outcome in outcomes.items()
+                     if outcome.status == gather.TIMED_OUT}
+        if state is not None and timed_out:
+            state.given_up = state.given_up | timed_out
+    for uuid, answer in results.items():
+        if isinstance(answer, Exception):
+            LOG.warning('Error gathering result from cell %(cell)s: '
+                        '%(why)s', {'cell': uuid,
+                                    'why': gather.describe_error(answer)})
     return results
 
 

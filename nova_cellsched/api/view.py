@@ -149,6 +149,22 @@ class _PerCell:
             cctxt, by_cell.get(cctxt.cell_uuid, []))
 
 
+def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
+                    fn: Callable[..., Any], by_cell: dict[str, list[str]]
+                    ) -> dict[str, Any]:
+    """``fn(cctxt, by_cell)`` in each cell, on the listing's workers.
+
+    :func:`nova_cellsched.api.instance_list.scatter_gather_listed_cells`:
+    nova's ``scatter_gather_cells`` answer, within ``[cellsched]
+    list_cell_timeout`` and off nova's ``cell_worker`` pool.
+    """
+    # Imported here: the lister's module imports the release adapters,
+    # which import this module.
+    from nova_cellsched.api import instance_list
+    return instance_list.scatter_gather_listed_cells(
+        ctxt, cell_mappings, fn, by_cell)
+
+
 def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
              ) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """({cell uuid: CellMapping}, {cell uuid: [server uuid]})."""
@@ -201,10 +217,10 @@ def get_instance_bdms_in_multiple_cells(ctxt: Any, instance_uuids: list[str]
     """The view's ``_get_instance_bdms_in_multiple_cells``, per cell.
 
     For a list this request's listing served: each listed server's cell
-    is asked for that server's mappings only, through
-    ``nova.context.scatter_gather_cells`` with nova's ``CELL_TIMEOUT``
-    (so a cell the listing gave up on is not asked again), and a cell
-    that fails or does not answer is logged as nova logs it. Otherwise
+    is asked for that server's mappings only, on the listing's workers
+    within ``[cellsched] list_cell_timeout`` (:func:`in_listed_cells`;
+    a cell the listing gave up on is not asked again), and a cell that
+    fails or does not answer is logged as nova logs it. Otherwise
     nova's function.
     """
     from nova import context as nova_context
@@ -221,9 +237,8 @@ def get_instance_bdms_in_multiple_cells(ctxt: Any, instance_uuids: list[str]
     mappings, by_cell = _by_cell(cells, instance_uuids)
     USED.count('bdms')
     bdms: dict[str, Any] = {}
-    results = nova_context.scatter_gather_cells(
-        ctxt, mappings.values(), nova_context.CELL_TIMEOUT, _PerCell.bdms,
-        by_cell)
+    results = in_listed_cells(ctxt, mappings.values(), _PerCell.bdms,
+                              by_cell)
     for cell_uuid, result in results.items():
         if isinstance(result, Exception):
             LOG.warning('Failed to get block device mappings for cell %s',

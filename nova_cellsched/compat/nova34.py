@@ -169,8 +169,9 @@ def fill_faults(self: Any) -> Any:
 
     For a list this request's listing served: only the cells of the
     listed servers are asked, each for its own servers' latest faults,
-    through ``nova.context.scatter_gather_cells`` with nova's
-    ``CELL_TIMEOUT`` (a cell the listing gave up on is not asked again);
+    on the listing's workers within ``[cellsched] list_cell_timeout``
+    (:func:`.view.in_listed_cells`; a cell the listing gave up on is not
+    asked again);
     a cell that fails or does not answer is logged as nova logs it and
     its servers get no fault, as in nova. Otherwise nova's method.
 
@@ -186,9 +187,8 @@ def fill_faults(self: Any) -> Any:
                              'fill_faults')(self)
     view.USED.count('faults')
     mappings, by_cell = view._by_cell(cells, uuids)
-    results = nova_context.scatter_gather_cells(
-        self._context, mappings.values(), nova_context.CELL_TIMEOUT,
-        view._PerCell.faults, by_cell)
+    results = view.in_listed_cells(self._context, mappings.values(),
+                                   view._PerCell.faults, by_cell)
     # From here on nova's fill_faults, line for line.
     faults_by_uuid = {}
     for cell_uuid, faults in results.items():

@@ -336,7 +336,8 @@ PARTS: tuple[Part, ...] = (
                    'answer to the view'),
             Source(_VIEWS, 'ViewBuilder._get_instance_bdms_in_multiple_cells',
                    'replaced: asks the cells of the servers for their '
-                   'mappings, logs a failed cell'),
+                   "mappings, on the listing's workers, logs a failed "
+                   'cell'),
             Source(_VIEWS, 'ViewBuilder._add_volumes_attachments',
                    "reads only a mapping's volume_id and "
                    'delete_on_termination, by key'),
@@ -384,7 +385,7 @@ PARTS: tuple[Part, ...] = (
                    'id, instance_uuid, spec'),
             Source('nova.objects.instance', 'InstanceList.fill_faults',
                    'replaced: nova34.fill_faults is its copy but for the '
-                   'cells asked'),
+                   "cells asked and where (the listing's workers)"),
             Source('nova.objects.instance_fault',
                    'InstanceFaultList.get_latest_by_instance_uuids',
                    "a cell's latest fault per server, whatever else is "

@@ -46,6 +46,7 @@ import fixtures
 from nova.api.openstack.compute import servers as servers_api
 import nova.conf
 from nova import context as nova_context
+from nova.db.main import models
 from nova import exception as nova_exception
 from nova.network import security_group_api
 from nova import quota as nova_quota
@@ -53,6 +54,8 @@ from nova.tests import fixtures as nova_fixtures
 from nova.tests.unit.api.openstack import fakes
 from oslo_config import fixture as config_fixture
 from oslo_policy import opts as policy_opts
+from oslo_utils import uuidutils
+import sqlalchemy as sa
 import webob.exc
 
 import nova_cellsched.api as cellsched_api
@@ -108,6 +111,31 @@ def connections_to(port):
             # fields: sl local remote state ... inode (10th)
             if (fields[2] == remote and fields[3] == '01' and
                     fields[9] in inodes):
+                count += 1
+    return count
+
+
+def unread_requests_at(port):
+    """Clients waiting for the server at 127.0.0.1:*port*, from its sockets.
+
+    A stopped server neither reads nor accepts: each of its ESTABLISHED
+    sockets with bytes in its receive queue is a client waiting for an
+    answer, and each connection in its listening socket's accept queue
+    (that socket's receive queue in ``/proc/net/tcp``) a client waiting
+    for the server's greeting.
+    """
+    local = '0100007F:%04X' % port
+    count = 0
+    with open('/proc/net/tcp') as handle:
+        for line in handle.readlines()[1:]:
+            # sl local remote state tx_queue:rx_queue ...
+            fields = line.split()
+            if fields[1] != local:
+                continue
+            unread = int(fields[4].split(':')[1], 16)
+            if fields[3] == '0A':  # LISTEN: the accept queue's length
+                count += unread
+            elif fields[3] == '01' and unread:  # ESTABLISHED
                 count += 1
     return count
 
@@ -531,6 +559,130 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         busy.result(SAFETY)
         body, _ = self.detail()
         self.assertEqual(everything, self.ids(body))
+
+    def test_novas_full_cell_pool_does_not_hold_the_view(self):
+        """The view's lookups do not queue behind nova's frozen reads.
+
+        Server pages of the frozen cell's servers (``GET
+        /servers/{id}``: nova reads the server in its cell, waiting up to
+        nova's 60 s ``CELL_TIMEOUT``) hold every thread of nova's
+        ``cell_worker`` pool (nova 33 on; nova 31 and 32 start a worker
+        per call). A detail list now answers within the bound, and the
+        healthy cells' servers as with every cell healthy: the attached
+        volumes and the ERROR server's fault are read on the listing's
+        own workers.
+
+        Regression: in the multi-process cloud (nova-api at 2 uwsgi
+        workers x 8 threads), a list took 90.5 s with a cell frozen: 60 s
+        of ``list_cell_timeout``, then 30 s more, its block device
+        mapping and fault lookups queued for nova's pool.
+        """
+        pages = 2
+        if 'cell_worker_thread_pool_size' in CONF:
+            self.cfg.config(cell_worker_thread_pool_size=pages)
+        volume = self._attach_volume('cell1')
+        fault = self._add_fault('cell0')
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+
+        def by_id(body):
+            return {s['id']: s for s in body['servers'] if s['id'] in healthy}
+
+        before, _ = self.detail()
+        self.assertIn(volume, str(before))
+        self.assertIn(fault, str(before))
+        bound = self.frozen_bound()
+        shown = []
+        self.addCleanup(self._join, shown)
+        self.freeze()
+        for uuid in sorted(self.expected['cell3'])[:pages]:
+            shown.append(self._show_in_thread(uuid))
+        self._wait_until_blocked(pages)
+
+        body, elapsed = self.detail()
+        self.assertLessEqual(elapsed, bound)
+        self.assert_listing_waited()
+        self.assertEqual(by_id(before), by_id(body))
+        self.assertNotIn('cell_worker pool does not have free threads',
+                         self.logs.output)
+        # The frozen cell's pages answer once it thaws, as nova's do.
+        self.victim.thaw()
+        self._join(shown)
+        self.assertEqual([[uuid] for uuid, _ in shown],
+                         [[page['server']['id'] for page in answer]
+                          for _, answer in shown])
+        self.assert_no_secret()
+
+    def _attach_volume(self, cell):
+        """A volume attached to one of *cell*'s servers: its id."""
+        server = sorted(self.expected[cell])[0]
+        volume = uuidutils.generate_uuid()
+        self._write(cell, models.BlockDeviceMapping, dict(
+            uuid=uuidutils.generate_uuid(), instance_uuid=server,
+            source_type='volume', destination_type='volume',
+            volume_id=volume, delete_on_termination=False, deleted=0))
+        return volume
+
+    def _add_fault(self, cell):
+        """A fault of one of *cell*'s servers (all in ERROR): its text."""
+        message = 'NoValidHost: no host in cell %s' % cell
+        self._write(cell, models.InstanceFault, dict(
+            instance_uuid=sorted(self.expected[cell])[0], code=500,
+            message=message, details='', host=None, deleted=0))
+        return message
+
+    def _write(self, cell, model, row):
+        """Insert *row* into *cell*'s table of *model*; gone at the end."""
+        table = model.__table__
+        engine = sa.create_engine(self.world.cells[cell].url,
+                                  poolclass=sa.pool.NullPool)
+        self.addCleanup(engine.dispose)
+        with engine.begin() as conn:
+            key = conn.execute(table.insert().values(**row)
+                               ).inserted_primary_key[0]
+
+        def delete():
+            with engine.begin() as conn:
+                conn.execute(table.delete().where(table.c.id == key))
+
+        self.addCleanup(delete)
+
+    def _show_in_thread(self, uuid):
+        """``GET /servers/{uuid}`` through nova's controller, in a thread.
+
+        :returns: (uuid, a list that holds the answer once it is given).
+        """
+        answer = []
+        req = fakes.HTTPRequest.blank('/v2.1/servers/%s' % uuid,
+                                      version='2.1', use_admin_context=True)
+
+        def show():
+            try:
+                answer.append(self.controller.show(req, uuid))
+            except Exception as exc:  # noqa: BLE001 - asserted below
+                answer.append(exc)
+
+        thread = threading.Thread(target=show, daemon=True)
+        thread.start()
+        self._threads = getattr(self, '_threads', []) + [thread]
+        return uuid, answer
+
+    def _join(self, shown):
+        for thread in getattr(self, '_threads', []):
+            thread.join(SAFETY)
+            self.assertFalse(thread.is_alive(), 'a server page hangs')
+        self._threads = []
+
+    def _wait_until_blocked(self, count):
+        """*count* requests wait, unread, at the frozen server.
+
+        Read off the server's sockets, so it holds whether nova's
+        workers are threads or green threads.
+        """
+        deadline = time.monotonic() + SAFETY
+        while unread_requests_at(self.victim.port) < count:
+            if time.monotonic() > deadline:
+                self.fail('the server pages never reached the frozen cell')
+            time.sleep(0.05)
 
 
 class FrozenCellsSharingAHostTest(FrozenServerTestBase):
