@@ -971,6 +971,7 @@ def main(argv: list[str] | None = None) -> int:
             'cells': cloud.cells, 'computes': cloud.computes,
             'api_workers': cloud.api_workers,
             'api_threads': cloud.api_threads,
+            'quota_from_placement': cloud.quota_from_placement,
             'up_seconds': cloud.state.get('up_seconds'),
             'memory_pss_mib': round(sum(r['pss_mib']
                                         for r in cloud.status())),

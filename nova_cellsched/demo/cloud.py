@@ -439,6 +439,9 @@ class Cloud:
     :param sync_interval: ``[cellsched] aggregate_sync_interval``.
     :param api_workers: uwsgi processes of nova-api.
     :param api_threads: uwsgi threads in each nova-api process.
+    :param quota_from_placement: nova's ``[quota]
+        count_usage_from_placement`` in every service: usage counted from
+        the API database and placement, not by asking every cell.
     :param debug: nova's ``debug`` in every service.
     :param profiler: an osprofiler connection string (``redis://...``):
         tracing on in every nova service and nova-api (off: None).
@@ -448,6 +451,7 @@ class Cloud:
     def __init__(self, directory: str, cells: int = 3, computes: int = 10,
                  scheduling: str = 'prefilter', sync_interval: int = 30,
                  api_workers: int = 2, api_threads: int = 1,
+                 quota_from_placement: bool = False,
                  debug: bool = False,
                  profiler: str | None = None,
                  say: Callable[[str], None] = lambda line: None) -> None:
@@ -458,6 +462,7 @@ class Cloud:
         self.sync_interval = sync_interval
         self.api_workers = api_workers
         self.api_threads = api_threads
+        self.quota_from_placement = quota_from_placement
         self.debug = debug
         self.profiler = profiler
         self.say = say
@@ -494,7 +499,8 @@ class Cloud:
         self.services = {n: Service(**s) for n, s in
                          self.state.get('services', {}).items()}
         for key in ('cells', 'computes', 'scheduling', 'sync_interval',
-                    'api_workers', 'api_threads', 'debug', 'profiler'):
+                    'api_workers', 'api_threads', 'quota_from_placement',
+                    'debug', 'profiler'):
             if key in self.state:
                 setattr(self, key, self.state[key])
         return True
@@ -559,7 +565,9 @@ class Cloud:
             # default quotas (10 instances, 20 cores a project): the
             # POSTs beyond them fail with 403. Unlimited here, as a
             # cloud that takes storms sets its projects' quotas.
-            'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1'},
+            'quota': {'instances': '-1', 'cores': '-1', 'ram': '-1',
+                      'count_usage_from_placement': str(
+                          self.quota_from_placement).lower()},
             'glance': {'endpoint_override': self.image_url},
             'neutron': {'endpoint_override': self.base_url('neutron'),
                         'auth_type': 'admin_token',
@@ -895,7 +903,9 @@ class Cloud:
             'scheduling': self.scheduling,
             'sync_interval': self.sync_interval,
             'api_workers': self.api_workers,
-            'api_threads': self.api_threads, 'debug': self.debug,
+            'api_threads': self.api_threads,
+            'quota_from_placement': self.quota_from_placement,
+            'debug': self.debug,
             'profiler': self.profiler, 'databases': [], 'vhosts': [],
             'created': time.time(),
         }
@@ -1392,6 +1402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument('--api-threads', type=int, default=1,
                     help='uwsgi threads in each nova-api process (default '
                          '1; nova 33 and newer run native threads).')
+    up.add_argument('--quota-from-placement', action='store_true',
+                    help="nova's [quota] count_usage_from_placement: usage "
+                         'counted from placement, no cell asked.')
     up.add_argument('--debug', action='store_true',
                     help="nova's debug logging in every service.")
     up.add_argument('--profiler', metavar='CONNECTION',
@@ -1423,7 +1436,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                           scheduling=args.scheduling,
                           sync_interval=args.sync_interval,
                           api_workers=args.api_workers,
-                          api_threads=args.api_threads, debug=args.debug,
+                          api_threads=args.api_threads,
+                          quota_from_placement=args.quota_from_placement,
+                          debug=args.debug,
                           profiler=args.profiler, say=say)
             cloud.up()
             say('up in %.1f s' % cloud.state['up_seconds'])

@@ -29,6 +29,7 @@ otherwise. ``FrozenCellTest`` needs MariaDB only and always runs.
 """
 
 import concurrent.futures
+import glob
 import importlib.util
 import json
 import os
@@ -38,7 +39,9 @@ import tempfile
 import uuid
 
 import fixtures
+from nova.conf import quota as nova_quota_conf
 import openstack
+from oslo_config import cfg
 import sqlalchemy as sa
 from sqlalchemy import pool as sa_pool
 import testtools
@@ -134,6 +137,48 @@ class FrozenCellTest(testtools.TestCase):
             with self.cloud.frozen_cell('cell2'):
                 raise RuntimeError('the storm failed')
         self.assertEqual(1, self._count('cell2'))
+
+
+class QuotaCountingTest(testtools.TestCase):
+    """``--quota-from-placement``: every nova service reads it; kept.
+
+    No services: the configuration files the harness writes for them,
+    read with nova's own quota options.
+    """
+
+    def written(self, **kwargs):
+        """(cloud, {config file: [quota] count_usage_from_placement})."""
+        directory = self.useFixture(fixtures.TempDir()).path
+        cloud = cloud_mod.Cloud(directory, **kwargs)
+        cloud.state['prefix'] = 'ncs_cloud_conf'
+        for sub in ('etc', 'log', 'run', 'state', 'lock', 'glance'):
+            os.makedirs(cloud.path(sub))
+        cloud._plan()
+        cloud._write_configs()
+        files = glob.glob(cloud.path('etc', 'nova*', '*.conf'))
+        read = {}
+        for path in files:
+            conf = cfg.ConfigOpts()
+            nova_quota_conf.register_opts(conf)
+            conf(['--config-file', path], project='nova')
+            read[os.path.relpath(path, directory)] = (
+                conf.quota.count_usage_from_placement)
+        return cloud, read
+
+    def test_nova_asks_the_cells_unless_told_otherwise(self):
+        _, read = self.written()
+        self.assertIn('etc/nova-api/nova.conf', read)
+        self.assertIn('etc/nova/nova-conductor-super.conf', read)
+        self.assertEqual({False}, set(read.values()))
+
+    def test_usage_from_placement_in_every_service_and_kept(self):
+        cloud, read = self.written(quota_from_placement=True)
+        self.assertEqual({True}, set(read.values()), read)
+        cloud.state['quota_from_placement'] = True
+        cloud.save()
+        again = cloud_mod.Cloud(cloud.dir)
+        self.assertTrue(again.load())
+        self.assertTrue(again.quota_from_placement)
 
 
 class TestCloud(testtools.TestCase):
