@@ -307,8 +307,14 @@ def listing_summary(lists: list[dict[str, Any]]) -> dict[str, Any]:
 
 def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
                results: list[dict[str, Any]], concurrency: int,
-               timeout: float = 600.0) -> None:
-    """Delete the storm's servers and wait until nova lists none."""
+               timeout: float = 600.0) -> list[str]:
+    """Delete the storm's servers and wait until nova lists none.
+
+    A server whose delete failed (nova sets it to ERROR, with a fault)
+    is deleted once more, as an operator would.
+
+    :returns: the faults of the deletes that failed, one per server.
+    """
     admin = clients.get('admin', admin=True)
     ids = [r['id'] for r in results if r.get('id')]
 
@@ -323,12 +329,19 @@ def delete_all(cloud: cloud_mod.Cloud, clients: Clients,
         list(pool.map(delete, ids))
     deadline = time.monotonic() + timeout
     mine = set(ids)
+    failed: dict[str, str] = {}
     while time.monotonic() < deadline:
         # The storm's own (the listed project's seeded servers stay).
         left = [server for server in admin.compute.servers(
-            all_projects=True) if server.id in mine]
+            details=True, all_projects=True) if server.id in mine]
         if not left:
-            return
+            return sorted(failed.values())
+        for server in left:
+            if (server.status == 'ERROR' and not server.task_state and
+                    server.id not in failed):
+                failed[server.id] = ((server.fault or {}).get('message') or
+                                     'no fault')[:160]
+                delete(server.id)
         time.sleep(2)
     raise cloud_mod.CloudError('%d servers not deleted in %.0f s'
                                % (len(left), timeout))
@@ -518,7 +531,7 @@ def frozen_check(cloud: cloud_mod.Cloud, clients: Clients,
 
     lost = [r for r in results
             if r['status'] not in ('ACTIVE', 'ERROR')]
-    delete_all(cloud, clients, results, concurrency)
+    delete_faults = delete_all(cloud, clients, results, concurrency)
     return {
         'scheduling': cloud.scheduling, 'frozen_cell': frozen,
         'servers': servers, 'concurrency': concurrency,
@@ -529,6 +542,7 @@ def frozen_check(cloud: cloud_mod.Cloud, clients: Clients,
                   'after': lists_in(end, float('inf'))},
         'not_active_or_error': len(lost),
         'faults': faults(results),
+        'deletes_failed': delete_faults,
     }
 
 
@@ -749,6 +763,9 @@ def render(results: dict[str, Any]) -> str:
         lines += ['', 'Servers neither ACTIVE nor ERROR at the end: %d.'
                   % frozen['not_active_or_error']]
         lines += ['Fault: %s' % fault for fault in frozen['faults']]
+        failed = frozen.get('deletes_failed', [])
+        lines += ['Deletes that failed (deleted again): %d.' % len(failed)]
+        lines += ['Delete fault: %s' % fault for fault in sorted(set(failed))]
     if 'new_compute' in results:
         n = results['new_compute']
         lines += ['', '## A nova-compute added to %s' % n['cell'], '',

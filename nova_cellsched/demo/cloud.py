@@ -85,6 +85,13 @@ DEDICATED = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'
 #: The MariaDB server of the functional tests (tools/databases).
 MYSQL = os.environ.get('NOVA_CELLSCHED_CLOUD_MYSQL_URL',
                        'mysql+pymysql://root@127.0.0.1:3306/')
+#: MariaDB connections the cloud may open: devstack's ``max_connections``
+#: (its lib/databases/mysql). At rest a 3-cell cloud with nova-api at
+#: 2 x 8 threads holds about 140 (every service's engine pools: 5 per
+#: database and process), and MariaDB's default is 151: at a frozen
+#: cell's thaw every service reconnects at once and nova-compute's calls
+#: through the conductor failed with ``Too many connections``.
+MAX_CONNECTIONS = 1024
 #: Debian's RabbitMQ with its default guest user, on loopback.
 RABBIT_HOST = '127.0.0.1'
 RABBIT_PORT = 5672
@@ -504,6 +511,21 @@ class Cloud:
             if key in self.state:
                 setattr(self, key, self.state[key])
         return True
+
+    def _max_connections(self, value: int | None = None) -> int:
+        """The MariaDB server's ``max_connections`` (set first: *value*)."""
+        import sqlalchemy as sa
+        from sqlalchemy import pool as sa_pool
+        engine = sa.create_engine(MYSQL, poolclass=sa_pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                if value is not None:
+                    conn.exec_driver_sql('SET GLOBAL max_connections = %d'
+                                         % value)
+                return int(conn.exec_driver_sql(
+                    'SELECT @@GLOBAL.max_connections').scalar_one())
+        finally:
+            engine.dispose()
 
     # Names.
 
@@ -930,6 +952,14 @@ class Cloud:
             self.say('%-28s %5.1f s' % (name, times[name]))
 
         names = self.cell_names()
+        before = self._max_connections()
+        if before < MAX_CONNECTIONS:
+            # As devstack configures it; put back by down.
+            self.state['max_connections_before'] = before
+            self.save()
+            self._max_connections(MAX_CONNECTIONS)
+            self.say('MariaDB max_connections %d -> %d (devstack\'s) '
+                     'until down' % (before, MAX_CONNECTIONS))
         parts = ['api', 'cell0', *names, 'placement', 'glance']
         for part in parts:
             self.state['databases'].append('%s_%s' % (self.prefix, part))
@@ -1287,6 +1317,15 @@ class Cloud:
                 seed.drop_database(MYSQL + name)
             except Exception as exc:  # noqa: BLE001 - go on cleaning
                 problems.append('database %s: %s' % (name, exc))
+        before = self.state.get('max_connections_before')
+        if before is not None:
+            try:
+                # Unless something else changed it since.
+                if self._max_connections() == MAX_CONNECTIONS:
+                    self._max_connections(int(before))
+            except Exception as exc:  # noqa: BLE001 - go on cleaning
+                problems.append('max_connections not set back to %s: %s'
+                                % (before, exc))
         vhosts = self.state.get('vhosts', [])
         if vhosts and rabbitmq_missing() is None:
             for error in _parallel(functools.partial(self._delete_vhost, v)

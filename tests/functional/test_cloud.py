@@ -230,7 +230,10 @@ class TestCloud(testtools.TestCase):
 
     def test_up_boot_list_status_down(self):
         """Each project's servers land in its cells; down leaves nothing."""
+        max_connections = self.cloud._max_connections()
         self.cloud.up()
+        self.assertGreaterEqual(self.cloud._max_connections(),
+                                cloud_mod.MAX_CONNECTIONS)
         cells = self.cloud.compute_hosts()
         self.addDetail('memory_and_start', content.text_content(json.dumps(
             {'up_seconds': self.cloud.state['up_seconds'],
@@ -290,3 +293,4 @@ class TestCloud(testtools.TestCase):
             env=dict(os.environ, VIRTUAL_ENV=sys.prefix))
         self.assertEqual(0, down.returncode, down.stdout + down.stderr)
         self.assertEqual([], self.cloud.leftovers())
+        self.assertEqual(max_connections, self.cloud._max_connections())
