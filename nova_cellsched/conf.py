@@ -363,10 +363,14 @@ batch and for every further batch together: a cell that has not answered
 by then is reported as timed out and the listing returns without it (or
 fails, see ``[api] list_records_by_skipping_down_cells``). A cell is
 charged only while a worker runs its query, so one hung cell does not
-use up the others' time; and the listing as a whole waits for its cells
-no longer than this either, whatever the worker pool is doing: a cell
+use up the others' time; and each round of the listing (the marker's
+read, the first batches, each further batch) waits for its cells no
+longer than this either, whatever the worker pool is doing: a cell
 whose query is still waiting for a free worker then is reported as
-timed out for that listing only, and its query is never sent. In
+timed out for that listing only, and its query is never sent. A cell
+timed out is not asked again, so a cell frozen from the start costs a
+listing this once; the cells asked for more rows after it wait only for
+themselves. In
 nova-api, every blocking call a worker makes on a
 PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
 close) ends within twice this value, all of them together, so a worker

@@ -526,10 +526,14 @@ class _Listing(cross_cell.CrossCellLister):
             cell_down_support: bool) -> list[Any]:
         """The page: nova DB rows in the global order, at most *limit*.
 
-        The marker's read and every round wait for the cells at most
-        ``list_cell_timeout`` in all, from now, whatever the worker pool
-        is doing: a cell whose task has not answered by then (running,
-        or still queued for a worker) is down for this listing.
+        The marker's read and every round each wait for their cells at
+        most ``list_cell_timeout``, whatever the worker pool is doing: a
+        cell whose task has not answered by then (running, or still
+        queued for a worker) is down for this listing and not asked
+        again. Each cell's own queries run ``list_cell_timeout`` at most
+        in all (its budget), so a cell frozen from the start costs the
+        listing one ``list_cell_timeout``; the cells asked again after
+        it wait only for themselves.
         """
         self.start(())
         self.cell_count = max(len(cell_mappings),

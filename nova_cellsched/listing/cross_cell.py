@@ -28,9 +28,14 @@ are reached:
   :meth:`~CrossCellLister.key` and :meth:`~CrossCellLister.values_of`,
   and its :meth:`~CrossCellLister.span` for timings; the failed cells
   are kept in :attr:`CrossCellLister.failures`;
-* each cell's allowance (:attr:`CrossCellLister.budgets`) and the
-  listing's own deadline (:attr:`CrossCellLister.deadline`), which
-  every wait for a cell obeys (:meth:`CrossCellLister.in_cells`).
+* each cell's allowance (:attr:`CrossCellLister.budgets`, the time its
+  own queries ran, over every round) and each wait's deadline: the
+  marker's read and every round wait at most ``cell_timeout`` for their
+  cells, tasks still queued for a worker included
+  (:meth:`CrossCellLister.in_cells`). A cell given up on is not asked
+  again, so a cell frozen through the first round costs the listing one
+  ``cell_timeout``, and the healthy cells that must be asked again are
+  asked in a round of their own, not reported down.
 
 The subclasses: ``nova_cellsched.listing.lister`` (``nova-cellsched
 list``: its own SQL, records) and ``nova_cellsched.api.instance_list``
@@ -82,7 +87,7 @@ class CrossCellLister(abc.ABC):
     :param context: the nova RequestContext the listing runs for.
     :param spec: the order the cells' rows are read and merged in.
     :param cell_timeout: seconds each cell may take in all (None: no
-        bound); also the listing's own deadline, from :meth:`start`.
+        bound); also how long each round waits for its cells.
     """
 
     def __init__(self, context: Any, spec: sorting.SortSpec,
@@ -92,9 +97,6 @@ class CrossCellLister(abc.ABC):
         self.cell_timeout = cell_timeout
         #: Cell -> its allowance, charged only with its own work.
         self.budgets: dict[str, gather.Budget] = {}
-        #: The listing's own deadline, from :meth:`start`: no wait for
-        #: its cells lasts past it, tasks still queued included.
-        self.deadline: gather.Deadline | None = None
         #: Cell -> the outcome of its first failed round.
         self.failures: dict[str, gather.Outcome[Any]] = {}
 
@@ -131,10 +133,9 @@ class CrossCellLister(abc.ABC):
     # What every listing does the same way.
 
     def start(self, cells: Sequence[str]) -> None:
-        """The listing's clock starts: a budget per cell, the deadline."""
+        """The listing's clock starts: a budget per cell."""
         self.budgets.update(
             (cell, gather.Budget(self.cell_timeout)) for cell in cells)
-        self.deadline = gather.Deadline(self.cell_timeout)
 
     def marker_values(self, marker: str) -> tuple[Any, ...]:
         """The marker's sort values: its cell (:func:`marker_cell`), read.
@@ -149,10 +150,15 @@ class CrossCellLister(abc.ABC):
                  ) -> dict[str, gather.Outcome[Any]]:
         """``function(*args)`` per cell in the workers, within *budgets*.
 
-        And within :attr:`deadline` (see :func:`gather.run_round`).
+        And within ``cell_timeout`` from now, tasks still queued included
+        (this call's :class:`gather.Deadline`, see
+        :func:`gather.run_round`). One deadline per call, not one per
+        listing: a frozen cell that used up the first round's wait must
+        not leave the next round, which asks only cells that answered,
+        no time at all (they were reported down).
         """
         return gather.run_round(self.submit(), calls, budgets,
-                                self.deadline)
+                                gather.Deadline(self.cell_timeout))
 
     def page(self, cells: Sequence[str], after: Sequence[Any] | None,
              first: int, batch_size: int, limit: int | None,

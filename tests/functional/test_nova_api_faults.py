@@ -560,6 +560,37 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         body, _ = self.detail()
         self.assertEqual(everything, self.ids(body))
 
+    def test_a_page_that_needs_another_round_lists_the_healthy_cells(self):
+        """Frozen cell3 uses up the first round; cells 1 and 2 go on.
+
+        A page of 50 from 4 cells: each cell is first asked for 18 rows,
+        so cells 1 and 2 (25 servers each) are asked again once cell3 is
+        given up. The page is the first 50 healthy servers in nova's
+        order, as with cell3 healthy, within the bound.
+
+        Regression: the second round came after the listing's deadline,
+        which the frozen cell had used up, so cells 1 and 2 were
+        reported down (their tasks never ran) and the page held cell0's
+        3 servers (in the multi-process cloud: "down cell1, cell2, cell3"
+        with the slowest healthy cell answering in 25 ms).
+        """
+        body, _ = self.detail()
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+        expected = [s['id'] for s in body['servers'] if s['id'] in healthy]
+        self.assertGreater(len(expected), 50)
+        bound = self.frozen_bound()
+        self.freeze()
+        body, elapsed = self.detail(path=DETAIL + '&limit=50')
+        self.assertEqual(expected[:50], [s['id'] for s in body['servers']])
+        self.assertLessEqual(elapsed, bound)
+        self.assert_listing_waited()
+        for name in ('cell1', 'cell2'):
+            self.assertNotIn('Cell %s is not responding'
+                             % self.world.cells[name].uuid,
+                             self.logs.output)
+        self.assertIn('Cell %s is not responding'
+                      % self.world.cells['cell3'].uuid, self.logs.output)
+
     def test_novas_full_cell_pool_does_not_hold_the_view(self):
         """The view's lookups do not queue behind nova's frozen reads.
 
