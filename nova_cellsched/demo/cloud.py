@@ -651,7 +651,8 @@ class Cloud:
                 f.write(text)
         return path
 
-    def _write_configs(self) -> None:
+    def _write_nova_configs(self) -> None:
+        """Every nova service's configuration (no other service's)."""
         etc = self.path('etc')
         names = self.cell_names()
         # nova-manage: the API database and cell0, the API vhost.
@@ -696,6 +697,10 @@ class Cloud:
         self.write_scheduler_conf()
         for host, cell in self.compute_hosts().items():
             self._write_compute_conf(host, cell)
+
+    def _write_configs(self) -> None:
+        etc = self.path('etc')
+        self._write_nova_configs()
         # placement
         placement_dir = os.path.join(etc, 'placement')
         _ini(os.path.join(placement_dir, 'placement.conf'), {
