@@ -21,13 +21,11 @@ and does not ask again, within the request, a cell given up on.
 a frozen cell database and nova's own pool full.
 """
 
-import logging
 import threading
 
 import fixtures
-import nova.conf
+from nova import conf as nova_conf
 from nova import context as nova_context
-from nova import objects
 from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
@@ -37,16 +35,10 @@ from nova_cellsched.api import guard
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched import conf as conf_mod
+from tests.unit.api import cells
 
 #: Seconds a blocked call may wait for its release (a hang fails).
 SAFETY = 30
-
-
-def _cell(n):
-    # No I/O: nova targets the cell, the calls here never read it.
-    return objects.CellMapping(
-        uuid='5d4bd1c4-0e4c-4c5c-9d1f-6d0b4ae2a5c%d' % n, name='cell%d' % n,
-        database_connection='sqlite://', transport_url='none:///')
 
 
 class ListedCellsTest(testtools.TestCase):
@@ -54,20 +46,16 @@ class ListedCellsTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
-        # nova's executors, if the release has them, are this test's.
-        if hasattr(nova_fixtures, 'IsolatedExecutorFixture'):
-            self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
-        objects.register_all()
-        conf_mod.register_opts(nova.conf.CONF)
-        self.useFixture(config_fixture.Config(nova.conf.CONF)).config(
+        nova = self.useFixture(cells.NoIOCells(self.id()))
+        self.logs, self.ctx = nova.logs, nova.ctx
+        conf_mod.register_opts(nova_conf.CONF)
+        self.useFixture(config_fixture.Config(nova_conf.CONF)).config(
             list_cell_timeout=0.5, api_stuck_queries_per_cell=2,
             list_max_workers=8, group='cellsched')
         self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
         instance_list.shutdown()
         self.addCleanup(instance_list.shutdown)
-        self.ctx = nova_context.get_admin_context()
-        self.cells = [_cell(n) for n in (1, 2, 3)]
+        self.cells = [cells.cell(n) for n in (1, 2, 3)]
         #: Cell uuid -> how many times its call ran.
         self.asked = {}
         self.lock = threading.Lock()

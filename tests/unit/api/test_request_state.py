@@ -20,22 +20,19 @@ a listing worker. Outside a request there is none.
 
 import concurrent.futures
 import contextvars
-import logging
 import os
 import subprocess
 import sys
 import tempfile
 import threading
 
-import fixtures
 from nova import context as nova_context
-from nova import objects
-from nova.tests import fixtures as nova_fixtures
 import testtools
 
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched.api import server_timing
+from tests.unit.api import cells
 
 def _threading():
     """Whether nova runs on native threads in this process.
@@ -240,20 +237,10 @@ class GivenUpTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        # What nova and the lister log here (nova's lock lines, the cell
-        # not asked again) is this test's: captured, shown on failure.
-        self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
-        # nova's scatter_gather_cells starts nova's executors: this
-        # test's own, shut down at its end as nova's tests do (nova 31
-        # has none: a green thread per cell, nothing to shut down).
-        if hasattr(nova_fixtures, 'IsolatedExecutorFixture'):
-            self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
-        objects.register_all()
-        self.ctx = nova_context.get_admin_context()
-        # No I/O: nova targets the cell, the function never reads it.
-        self.cell = objects.CellMapping(
-            uuid='5d4bd1c4-0e4c-4c5c-9d1f-6d0b4ae2a5c3', name='cell3',
-            database_connection='sqlite://', transport_url='none:///')
+        # nova's scatter_gather_cells starts nova's executors, and logs.
+        nova = self.useFixture(cells.NoIOCells(self.id()))
+        self.logs, self.ctx = nova.logs, nova.ctx
+        self.cell = cells.cell(3)
 
     def ask(self):
         answer = instance_list.scatter_gather_cells(
