@@ -808,15 +808,15 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
         outcomes = calls.run(
             lambda guarded: gather.run_round(submit, guarded, budgets,
                                              deadline), todo)
+        timed_out = set()
         for uuid, outcome in outcomes.items():
             if outcome.ok:
                 results[uuid] = outcome.result
             elif outcome.status == gather.TIMED_OUT:
                 results[uuid] = nova_context.did_not_respond_sentinel
+                timed_out.add(uuid)
             else:
                 results[uuid] = outcome.error
-        timed_out = {uuid for uuid, outcome in outcomes.items()
-                     if outcome.status == gather.TIMED_OUT}
         if state is not None and timed_out:
             state.given_up = state.given_up | timed_out
     for uuid, answer in results.items():
