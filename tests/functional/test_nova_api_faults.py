@@ -638,9 +638,9 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         # The frozen cell's pages answer once it thaws, as nova's do.
         self.victim.thaw()
         self._join(shown)
-        self.assertEqual([[uuid] for uuid, _ in shown],
+        self.assertEqual([[uuid] for uuid, _, _ in shown],
                          [[page['server']['id'] for page in answer]
-                          for _, answer in shown])
+                          for _, answer, _ in shown])
         self.assert_no_secret()
 
     def _attach_volume(self, cell):
@@ -680,7 +680,8 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
     def _show_in_thread(self, uuid):
         """``GET /servers/{uuid}`` through nova's controller, in a thread.
 
-        :returns: (uuid, a list that holds the answer once it is given).
+        :returns: (uuid, a list that holds the answer once it is given,
+            the thread).
         """
         answer = []
         req = fakes.HTTPRequest.blank('/v2.1/servers/%s' % uuid,
@@ -694,14 +695,13 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
 
         thread = threading.Thread(target=show, daemon=True)
         thread.start()
-        self._threads = getattr(self, '_threads', []) + [thread]
-        return uuid, answer
+        return uuid, answer, thread
 
     def _join(self, shown):
-        for thread in getattr(self, '_threads', []):
+        """Every thread of *shown* (:meth:`_show_in_thread`'s) ended."""
+        for _uuid, _answer, thread in shown:
             thread.join(SAFETY)
             self.assertFalse(thread.is_alive(), 'a server page hangs')
-        self._threads = []
 
     def _wait_until_blocked(self, count):
         """*count* requests wait, unread, at the frozen server.
