@@ -19,7 +19,9 @@ new file):
 - :func:`check` says, per part, what differs from every tested nova: a
   relied-on source passes if it equals *any* tested version of it, so an
   untouched point release passes, and a changed source turns off only
-  the parts that rely on it (and the parts that require those);
+  the parts that rely on it (and the parts that require those); but
+  the part's sources together must equal one tested release's (else
+  the nova is no tested release, and the part is off too);
 - :func:`install` puts the parts that pass into nova, after the parts
   they require, and logs one WARNING per asked-for part that stays off,
   naming the nova function and what to do;
@@ -212,7 +214,9 @@ def source_problems(part: parts_mod.Part,
     """What of *part*'s sources equals no tested version, and its adapter.
 
     :returns: (one line per source that is missing, unreadable or whose
-        source is not one tested version of it; the adapter module of
+        source is not one tested version of it, or one line naming the
+        sources and the releases each equals when each equals a tested
+        version but no one release has them all; the adapter module of
         the newest release whose versions all of them equal, else of the
         newest release).
     """
@@ -240,6 +244,8 @@ def _match(part: parts_mod.Part, releases: tuple[Release, ...]
     """(:func:`source_problems`' problems, the releases all sources equal)."""
     problems = []
     fits = {r.version for r in releases}
+    # Source -> the tested releases whose version of it it equals.
+    equals: dict[str, set[str]] = {}
     for source in part.sources:
         try:
             value = _value(source)
@@ -259,6 +265,7 @@ def _match(part: parts_mod.Part, releases: tuple[Release, ...]
         matching = {version for version, h in known if h == digest}
         fits &= matching
         if matching:
+            equals[source.name] = matching
             continue
         if not known:
             problems.append('%s has no tested hash' % source.name)
@@ -275,7 +282,29 @@ def _match(part: parts_mod.Part, releases: tuple[Release, ...]
                ' or '.join('%s (nova %s)' % (h[:16], ', '.join(versions))
                            for h, versions in by_hash.items()),
                digest[:16], source.why))
+    if not problems and equals and not fits:
+        problems.append(_no_one_release(equals, releases))
     return problems, fits
+
+
+def _no_one_release(equals: dict[str, set[str]],
+                    releases: tuple[Release, ...]) -> str:
+    """The problem of sources that each equal a tested release, not one.
+
+    Such a nova is no tested release (a backport of one function, or a
+    mix of two releases' files): the adapter of any one of them may
+    replace a function of another, so the part stays off. Names each
+    source that some tested release does not share, and the releases
+    whose version of it it equals.
+    """
+    every = {r.version for r in releases}
+    order = {r.version: version_key(r.version) for r in releases}
+    telling = ['%s equals nova %s' % (
+        name, ', '.join(sorted(versions, key=order.__getitem__)))
+        for name, versions in equals.items() if versions != every]
+    return ('its sources each equal a tested nova release but no one '
+            'release has them all, so this nova is no tested release: %s'
+            % '; '.join(telling))
 
 
 def lacking(name: str, releases: Iterable[Release] | None = None

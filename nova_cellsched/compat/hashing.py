@@ -14,11 +14,11 @@
 
 :func:`source_hash` is what the per-release tables
 (``sources_nova*.py``) hold for each relied-on source: the SHA-256 of
-its source (:func:`source_text`) with indentation, blank lines and
-comment lines taken out (:func:`normalise`), so that moving a
-function, reindenting it or editing a comment on a line of its own is
-not a change and any other edit is. Pure: imports what it is asked to
-hash, nothing else.
+its parsed code (:func:`canonical`: the syntax tree, docstrings, comments
+and positions left out), so that moving a function, reindenting it as a
+whole, editing a comment or a docstring is not a change, and any edit
+of what runs is (a statement moved into or out of a block included).
+Pure: imports what it is asked to hash, nothing else.
 """
 
 import ast
@@ -55,12 +55,61 @@ def resolve(module_name: str, path: str) -> Any:
 def normalise(source: str) -> str:
     """*source* without indentation, blank lines and comment lines.
 
-    So that moving a function, reindenting it or editing a comment on a
-    line of its own does not count as a change; any other edit does.
+    Text only: a statement moved into or out of a block is the same
+    text. What is hashed is :func:`canonical`, which falls back to this
+    only for a fragment that does not parse on its own (a lambda in the
+    middle of an expression).
     """
     lines = (line.strip() for line in textwrap.dedent(source).splitlines())
     return '\n'.join(line for line in lines
                      if line and not line.startswith('#'))
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef,
+               ast.AsyncFunctionDef)
+
+
+def _dump(node: Any) -> str:
+    """A syntax tree as text: node types and fields, no positions.
+
+    Fields that are None or empty are left out, so that a field a later
+    Python adds empty (3.12's ``type_params``) changes nothing.
+    """
+    if isinstance(node, ast.AST):
+        body = getattr(node, 'body', None)
+        if (isinstance(node, _DOCUMENTED) and body and
+                isinstance(body[0], ast.Expr) and
+                isinstance(body[0].value, ast.Constant) and
+                isinstance(body[0].value.value, str)):
+            # NOTE: the docstring is documentation, not behaviour.
+            body = body[1:]
+        fields = []
+        for name, value in ast.iter_fields(node):
+            if name == 'body' and isinstance(node, _DOCUMENTED):
+                value = body
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            fields.append('%s=%s' % (name, _dump(value)))
+        return '%s(%s)' % (type(node).__name__, ', '.join(fields))
+    if isinstance(node, list):
+        return '[%s]' % ', '.join(_dump(item) for item in node)
+    return repr(node)
+
+
+def canonical(source: str) -> str:
+    """*source*'s code as :func:`source_hash` hashes it.
+
+    The syntax tree of the dedented source, without docstrings,
+    comments, blank lines, line and column numbers (:func:`_dump`): a
+    function moved, reindented as a whole or re-commented is the same;
+    a statement moved into or out of a block is not. A fragment that
+    does not parse on its own is its :func:`normalise` text.
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return 'text:' + normalise(source)
+    return _dump(tree)
 
 
 @functools.lru_cache(maxsize=16)
@@ -119,16 +168,15 @@ def code_source(value: Any) -> tuple[str, str, int] | None:
 def source_text(value: Any) -> str:
     """What :func:`source_hash` hashes: source, or repr for a value.
 
-    Code (a module, class or function) is :func:`code_source`
-    normalised (:func:`normalise`); a plain value its ``repr`` (a set's
-    sorted).
+    Code (a module, class or function) is :func:`code_source` parsed
+    (:func:`canonical`); a plain value its ``repr`` (a set's sorted).
 
     :raises OSError: the source is not installed (``.pyc`` only).
     :raises TypeError: neither code nor a plain value.
     """
     code = code_source(value)
     if code is not None:
-        return normalise(code[0])
+        return canonical(code[0])
     if isinstance(value, (list, tuple, str, int, frozenset, set, dict)):
         if isinstance(value, (set, frozenset)):
             return repr(sorted(value))

@@ -38,229 +38,229 @@ LACKS: dict[str, str] = {
 #: :attr:`.parts.Source.name` -> :func:`.hashing.source_hash`.
 HASHES: dict[str, str] = {
     'nova.db.main.api.instance_get_all_by_filters_sort':
-        'cc9ad4d12794367c21afc1842ac42fe5b01f8b65ce6ed9c37003ff83a48d24ef',
+        '65e56b40aeb6b9baf6c39feea53e667b1537c97ee071e51771a87a5f4516ab63',
     'sqlalchemy.orm.query.Query.join':
-        '4609607d9c2b3f684f45777773e95aa3d33d4ff967e36e781264b1cc983b52fb',
+        '30002ed71db389943ee11db11f261cf3d80f53beb93e0e7320609f7d40f80ba9',
     'sqlalchemy.orm.query.Query.options':
-        'd8426d758cc84b42a79a7eaf4052935be4a4a109ea97d1c26557c2576ccf54a1',
+        'f9f11c04733fd15becc7d9c0dc7082038c5779088aa0248aa06108a058a520c8',
     'nova.compute.instance_list.get_instance_objects_sorted':
-        'e0188ce058858167492c3c9910259157e4b68c503dfeba99c6227acce543cea1',
+        'a5e04068580215f624534942655fb1d342df6a287108ace5432713ab689647d6',
     'nova.compute.instance_list.get_instances_sorted':
-        '2c64a83ae2322f1a510207321d4038dbb15e13e8be09cbf7654794b91ffcd9fa',
+        '52ebf26d7e805cbfb1057182fb81ed988cab9c5a169cba4996bf0620ad196aee',
     'nova.compute.instance_list.InstanceSortContext':
-        'd5a283315a8557f065d392f39343d5c8199b20d5513b947b1259bb0745a69c02',
+        'c3abb2cc9d4b9a78e51c2106bf5c0f29f2107271dfe5679e8165823b09fb2f0f',
     'nova.compute.instance_list.InstanceLister':
-        '6e2c9c5feaf0b4cd09a4c91e08b8ad4fcfaa18c2a8e43a2ef617a232b1dfcc06',
+        '40eeefbd99aa1fbaf0c1a8eac21b7aa2ac3faf8a508014e7dc2bf9c41d1e559d',
     # nova 32: no start_time/timeout_expired (34 times out a cell's record
     # stream after CELL_TIMEOUT). Sort keys and directions kept as given,
     # which is all ours reads; ours bounds each cell's time itself.
     'nova.compute.multi_cell_list.RecordSortContext':
-        '093806bae928d9c95e00b8da4cdbaf90f81b88b150f5d320fa83ec3b13de5119',
+        '3940d5c59b8c0a3fecebe568b992945ae6be565853a2e41e5bf30fce18f2e58f',
     # nova 32: query_wrapper is a module function without the per-record
     # timeout. Down cells, their error and the cells_* properties nova's
     # callers read are 34's: what ours repeats.
     'nova.compute.multi_cell_list.CrossCellLister':
-        '6f4eb5ec9177b77b7bb681981a8a16786ef44352a8727fc77e280f92e5cc100c',
+        '346808679e16dbe9b66041a0f84bf0d3c29cce516867577d2b962b6ff2c2d778',
     'nova.compute.api.API.get_all':
-        '1209ae91eb0365f572d0200dd51451d6905c79fbaf5343e33bb6cd5c8e8824bc',
+        'aa2bdc1d7cef0117b57f26adcacc9aafe4de643f601d5c1a956ef7e3d8a8f6ef',
     'nova.context.scatter_gather_cells':
-        'a5d536638d8bcfabc0164d91807caeafcd2c0ebda39d670dd9eea4bc9fd3cdf8',
+        'ac302f971b1a6ce7e1fac221c97eaa960246218bb54fdc46b43229b1b7e105f2',
     'nova.context.target_cell':
-        'a4f8c6816f18c80b41af7178eccfdb75e1d31b8ad29f9ac33b53da36bc6eabee',
+        'f587809359554e0bda331e01bd864c11ae03ea6c70c6d53f2e6e5da7b18d1ba8',
     # nova 32: a `global CELL_CACHE` statement only; CELL_CACHE is kept as
     # in 34.
     'nova.context.set_target_cell':
-        '260c9df27a76e44d5bf6db106a91553e06ea5edc0d0011b9f5ffb57fc62b67cb',
+        '233a27d5abf250b63ac5b621b637270e755a135edd4c568949fdc563d8e6456a',
     'nova.context.load_cells':
-        '993cc11c51bb2a6a1135a661f74ba7f692e1b34a3027660173b58d04dde1b1d3',
+        '3cef825e36ee688b6d77438a4ebb41154aecfc806109d97031eab1f9caaccbfe',
     'nova.db.main.api._instances_fill_metadata':
-        'cbae58a5d666d5e59a1222a7e7844d715ebd625cd194471ba903ae4afb4fc655',
+        '59e6d9948800e808c098379f13e48232f4a536a2e812e3b8370fc3b9454d43b2',
     'nova.db.main.api._manual_join_columns':
-        '54dee9d433f47a04bfbb035a5e18c43b1f4525cfbfe234bc3d8e6bc29fa19132',
+        '685ee4690bdc6a2fb88b5fb26cce26f4290159f6cd975e9b3461ab0b76e97fa0',
     'nova.db.main.api._instance_metadata_get_multi':
-        '35e195c8340d10cc6f7e8192f846653c9f6ccff5155bb11a7818fd9cfdbd16f7',
+        'c777ab77f79b7117d60cff6c98a4e19fd20a7020a7fbebcb7988c350523fa82a',
     'nova.db.main.api._instance_system_metadata_get_multi':
-        '287f6280b7e879ac4d0b59a8c499d4797e15aeba50693a969da38112e24ff0d0',
+        'f92b65e1d203b1ced4cb836611823a7a8e0afa44c4b898660e3e7403298521d9',
     'nova.db.main.api._exact_instance_filter':
-        '631211d1634553a32587605a5c6b3ece93938470d026972492810b520a66a74f',
+        '969c24f5201f5b9d747cecec4acf48115a2489459f52815659bd9466845237da',
     # nova 32: the regexp operator from db.main.api._get_regexp_ops (34:
     # db.utils.get_regexp_ops, the same function; listing.query looks up
     # either) and u'' literals: the same filters.
     'nova.db.main.api._regex_instance_filter':
-        '00a547e18286cfff29c176101a884a4865814d7287393ac249cad5c42436374a',
+        'de976a4214097763b5e72c3c0779042ffa8a8b67b01eab330ba9abae173d2d7d',
     'nova.db.main.api.instance_get_by_uuid':
-        '3143adcfd05ff9de743b6abb450db6a86d7829b9475b14edc1dde6c136c8b56f',
+        '04c2f427d1b53f89da0f09486fd76081bb2f10b091d438192af9988a299b0efc',
     'nova.db.main.api._instance_get_by_uuid':
-        '01e378560b7818f51eef98bc478d476f58dd174cd1e51186af5e5fd65450eef1',
+        '1ac6765c28161a1928471500aed0017c6c383c36109bcc3ccf7997738b066bf8',
     'nova.db.utils.process_sort_params':
-        '0cd2d8e374a43236e47658c8cdfd17673d7fc2ae49ece8ff7e295b750017b712',
+        '2362dca6aea031ed20813928dc19675dab96e5b28d2f72d67b089a2b358b6ef6',
     'nova.db.main.models.Instance':
-        'eca3fa60ffa91081f190f04fb9da203c1ed4b0033f1f6c32bf1ffcbcad6ac6be',
+        '56f7562c1009e0b5d21626bdbc3e4a74516ea75576f33b640da93cb1c1300036',
     'nova.db.main.models.InstanceExtra':
-        '7133908c5751d272fbb4099c18067bf3b6798e0ef5e04ce89f71e1f3a71a3704',
+        '11ad24d31aa7cb193fdc09f5f82a72f25f27bf2e492f85d8f862984c62682a9f',
     'nova.db.main.models.InstanceInfoCache':
-        'ed00083be7c9b3e8511cc1bfef1652944f90cb69f2b87ac32816c0b0ed1207a9',
+        '8a5070e0addf77f78350a50f6e06c37f60e0845ea14f78d27797cc3c292649ae',
     'nova.db.main.models.Tag':
-        '3aa528944b8a0699f88c959afcb209a5853f6b0979120135f096edd3bfe1ea82',
+        'ca3fd6f50102b0cdec641a6fe0fa8811207b1d35409d78ec2c88dd13e36e30a4',
     'nova.db.main.models.Service':
-        'b623a82b130713ad73be48cc7e65712e1906790f55558fbd0cb2ed28d997f824',
+        'be5ca5c82d9e5ccc3699c86056cdab7773589b0ef8627d279a43a0c102b49460',
     'nova.db.main.models.InstanceMetadata':
-        '69394806daf462c4fe2ff499db918da709a09838c5e85188df0f1fd2d20164a4',
+        'bd6d12b29497652b477464b35e9755fc7b960d5dfddef39a9e18e86f36390260',
     'nova.db.main.models.InstanceSystemMetadata':
-        '00a1690b46f9977aad052f3c159cb889cd5682a12d05fed433766ee5f09de082',
+        '69ababa9ac19bc4e74fe81e07a031531659d43bd021a51fd10f11af50dd585cf',
     'nova.objects.instance._expected_cols':
-        'f5d428fcb0e8595598658248726bc5e996243ed111b5ec19a49279723d386fde',
+        'ba3e423831d5bf9e9117a9a05595a49da2b74c2454b5fde8054c078dcb752859',
     'nova.objects.instance._INSTANCE_OPTIONAL_JOINED_FIELDS':
         '1b83dbabcba7f962ae3a26280aa50e51fe9557b8b21fb1baa838d3828b460b59',
     'nova.objects.instance._INSTANCE_EXTRA_FIELDS':
         '8932407740cf5a1e40eba9a454ee5acaef119dc2ae79e42d84505651357e9e4f',
     'nova.objects.instance._make_instance_list':
-        '324a3b6a2cce755464ce248305a2fb427742e548ad8e2fe4afd8619747cab946',
+        '4c914eb8f90dffde90d6b5da1fba16dccf0d98f7acc015be4a840f03d40c2f18',
     'nova.objects.instance.Instance._from_db_object':
-        'a7fa6155d9ad35baf3f162af06073fa7cb4ad3238ba6f5b2efd0419637783930',
+        'bf05c118192db29e9f0bc0f1d223ec21dccbfb8e627fb33248d3af36117031f9',
     'nova.objects.instance.Instance._extra_attributes_from_db_object':
-        'fa474ff8c0ed898b2eee0770863dbb5919a73c6949d3560bf42b260e89318d1d',
+        '50950f57d5abab03300211dbfc3f82cebeaee5454e4bdeb401a9173d26481655',
     'nova.objects.instance_info_cache.InstanceInfoCache._from_db_object':
-        '58ee8c7ceeda06f34f0cb496c6be87ea95b27f170d7c7491f48590c9df93faf7',
+        '2b8b435cd276e6f32f1d2a4d00ea0218ab96c645952228f8acb15b28ccc3a5de',
     'nova.objects.tag.Tag._from_db_object':
-        '83cd8ad2980d556eda6a103ea8a138b30f0f2807edaeb6ffc12c3b1772abd6b6',
+        '7eb87f51109c03ad445d2d5dc967e51ce48d5b7a5d192daa99fe8941023dea70',
     'nova.objects.service.Service._from_db_object':
-        'c5c6d827bf9eb203e9d11f37aa81dccbd0a1eaa28b1ab794663d2ddf12acf6da',
+        'dcb7cf4283fb03806c798382b661de6cabcf61ccbe9769f433ff18e2b539519f',
     'nova.objects.base.obj_make_list':
-        'bb498564f165a0d6ff319994c5fbd8a42a37ad23a0c45120a8dcc337bd73c214',
+        '7f0d89ccd6a685106c7ae3cf6ccb524af4fff003a09978c2ca2be8655372a530',
     'nova.utils.instance_meta':
-        'b26e0c53c89de23d09c3fe731e0ff263fc2994fc8387d22f0cfce44c57ab37ed',
+        'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
-        'e2e3f0376bce924b872e5eda615e9163a887831a8d5d2dc1f3cc2c16b331471f',
+        '4db787143d646859b9bf701b3db353efae433235cc3ded069c8b8d05c54bd658',
     # nova 32: a docstring word only (security group/groups); the same
     # body, of which nova32.list_view is the copy.
     'nova.api.openstack.compute.views.servers.ViewBuilder._list_view':
-        'b61ba2cdcc1771ea5f1a9c3f90221efbb154aa55726fc116389fd8c79b9865e0',
+        '7f63322e98a517eb16a31f74bf463633370b4bec152b0a6c95bfb9491042c874',
     'nova.api.openstack.compute.views.servers.ViewBuilder.index':
-        '5173f9813b3baac0c783739291ae6dab8a0dc35c6d600685b23342ae011724e7',
+        '1f6ff88f77576632c736c1425199c383fb7630adad8488ab0b21de9c39618750',
     'nova.api.openstack.compute.views.servers.ViewBuilder.detail':
-        'ab877d0bcd2a29e4a525fc526d2f706326d2dc9c57e1925c5d498d8e12757545',
+        '312e7f3717c2804fd05d7a58900de377364bdcc76871287bd0f159add7f9e238',
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_instance_bdms_in_multiple_cells':
-        '661e142f714c172b2082386c625a0c8133e3034e7fb8cdfbcef5829c5fb9144b',
+        '93d67314634333fa660aaa0caa4b6faefb062aba90501f41b43cd521fe83cf62',
     # nova 32: takes add_delete_on_termination instead of the request; reads
     # a mapping's volume_id and delete_on_termination by key, as in 34.
     'nova.api.openstack.compute.views.servers.ViewBuilder._add_volumes_attachments':
-        '888be156a43abbb7b4193130641334b1dfdc1152dafd2847d5dd020eccfc1abe',
+        'a0bcce2dcd5a6f3abdf832f9e99d5e1783656b78b694369591700951e18ac09f',
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_pinned_az':
-        '47958534a5c44ce9fe40e11d78d93715da0a5fc4d77483e7085df4654343d936',
+        '3496e9839fb2d042eaac61b5286aaaf74a7051ddfcb554216cb129df2683e1bb',
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_scheduler_hints':
-        '37111da1009039efda28151f55a919ed15684f11cf0a2047ee6316ffccd777a4',
+        '697dbd8dfb0531d72a58941b576fa2c7b164b5040ff24eed2669180066b37e2c',
     'nova.objects.block_device.BlockDeviceMappingList.bdms_by_instance_uuid':
-        '41456b2caddcca511acd7705a4bd025a15fb8d05a8bc8c5bc2b01ca3b8ab4d44',
+        'e10c292a07b3ad60978aba25f4dc1c1d00ca17e457dea9449829a8b5f6d8efae',
     'nova.objects.block_device.BlockDeviceMappingList.get_by_instance_uuids':
-        'eb41a7e81cd9a9c69b89ab0c1f0e699ba0789eceaa1399b727a32629d3d1495f',
+        '09796b6a6e07fea4490271274cdf27a2941a09b900dcd3bb4a9617959271c96a',
     'nova.objects.block_device.BlockDeviceMapping._from_db_object':
-        'b67cb40615d0e774cab09ae60c9e858555ae3417809220c02de84d0d93f18cf1',
+        '4a505e0bb7ef833f43b98821629bc1d5b7600e398d1033de68dbc15d71d8b501',
     'nova.db.main.api.block_device_mapping_get_all_by_instance_uuids':
-        'f5813657c1bbd27a12954ac722d8d9149c53f7ab3acd3fdbb5b218a798883d36',
+        '98a04a9c3e79927c8b0e76c858c253524f5f19862e5ac381db4e606734c3d5fe',
     'nova.db.main.api._block_device_mapping_get_query':
-        'b00b679347a6dc7780452f60b2868fd833cb122d860c41790d3bbf75d2980421',
+        'd0f31e238e57feab72223663346f7bf21555bf3b224191fe3ea7204270c1f1e4',
     'nova.db.main.models.BlockDeviceMapping':
-        '187dd83c799ff8cdbd6ab71cdd8d0abf706aa37a65e0a25e068a937208b5dc81',
+        'aaaa188c892cbce6f40867de7aaab7512092d5c5f2b53874ba858fbdafe9a357',
     # nova 32: no is_multiattach property, the remotable_classmethod
     # spelling, another import name; fields and _from_db_object unchanged
     # (delete_on_termination a non-nullable boolean).
     'nova.objects.block_device.BlockDeviceMapping':
-        'bdd3a020cc7bf5cbf6e4cbc3ef5b816eea958abc3e5b94a8593626795406e6b6',
+        '39a40033550361eea6619654b2eba55b4e3d8140556a932ca1e8677a6ed1c521',
     'nova.objects.request_spec.RequestSpec.get_by_instance_uuids':
-        '10cfa05d1d9147b65a1e1f7a824200b2a295acda286fa0bb852b0b3dd72e45f5',
+        '8f1904efa83cb683882cc92bda8667346bc6fde13d5db1903539a59e87b887f2',
     'nova.objects.request_spec.RequestSpec._get_by_instance_uuids_from_db':
-        'e0e85ed322e3de0257b68735255e6f3e82530468c9ee03dc1eda28d33d627d61',
+        '7f3b71c60a9377b5c7ca603364851d33420828f277f8c4c88df5c4a73b860ab6',
     'nova.objects.request_spec.RequestSpec._from_db_object':
-        '209874ca2d06cf7f17266e19e1659b7f300a550a9c98bde5c84c34e27758d33e',
+        '9147b4a04f574a6b16a1bc2419f325705f4644fe933890b9372cef5b2c76a22d',
     # nova 32: typing.Dict/Set hints, the remotable_classmethod spelling,
     # the PCI-in-placement helper without the requested_resources default
     # (scheduler only). VERSION, availability_zone, scheduler_hints as 34.
     'nova.objects.request_spec.RequestSpec':
-        'ebdecca3cb0fca6cb0220f9de2eac11116e76955ac269e02fd5002c30f9a68c3',
+        '4d465433dac42c3abe0737e83c554afe24b4e8501d4f24aafa4cb16d7f422fa4',
     'nova.db.api.models.RequestSpec':
-        '8a0f14fcca70963832e09711c0d9fa06d9539d6180896379d7072e18c42d038d',
+        '897f6135786505651a1476679754b9352e3c865d561ebd47cc0bc3897efcb7cf',
     # nova 32: one InstanceFaultList query through the list's own context,
     # not every cell (nova asks every cell from 33 on). Different behaviour:
     # nova32.fill_faults is nova's own, unchanged (nothing to narrow).
     'nova.objects.instance.InstanceList.fill_faults':
-        'f47ad7c2af294495bfafcb508b5c98db07e0be25ac594c32298a3a54bb109a8f',
+        '03c3d50af608bd4416060fdf7c7bc8c1034a91a998a269b815c5074d953d5f7d',
     'nova.objects.instance_fault.InstanceFaultList.get_latest_by_instance_uuids':
-        '67c2f8ec9f7680eaa4102a959aaa730dec4a1e0e4153cbc8575900c4b30645c8',
+        '21760d14e6e8ac42dd8721429629046abb3026ae3e717cb3d8b2ab3ffd03bd8b',
     'nova.db.main.api.instance_fault_get_by_instance_uuids':
-        '2f8a830d352dd57435499b5aafc32b51e6ff41afcfe08a4a919db21fb37a6ec2',
+        '9919dfed716cc029fe21f5f5a89f9a32df4d4adc1be5537c720058afedb3de70',
     'nova.context.scatter_gather_all_cells':
-        '018012d601be01fe39a908718e5f0b25ef05b7ecf8015abcfc0a9486f023e24d',
+        '5500c7fac7ea81a7a8c2f2fec2cc5f3a60225a06effeaed248cf794f042a8826',
     # nova 32: no response_body_schema on the server lists (query schemas
     # only, other names): the validation part lacks what it needs (LACKS).
     'nova.api.openstack.compute.servers.ServersController.index':
-        '8a2a767413472af6e6bfab0a6664584822bb7285b6f15cfe68181f33ef6b4f44',
+        '611d67bbdf78a194a91cf6a10acff1bb99e69512fc81c72d3451612bc6f36c6b',
     # nova 32: no response_body_schema on the server lists (query schemas
     # only, other names): the validation part lacks what it needs (LACKS).
     'nova.api.openstack.compute.servers.ServersController.detail':
-        'eebfe93cd539dbb1063dd3e1b48f22bc5cc7f748d696952a0109c008d287d2d9',
+        '9911e7e969a6697b5305fa9c3cf9fa17f92061312eafcb8220b1c5521db405f8',
     # nova 32: typing.Union/Optional hints only; the same decorator.
     # Recorded for the validation part, off here (LACKS).
     'nova.api.openstack.wsgi.expected_errors':
-        '32e009207d02c14782a1d9f3b0692e3f9d9ae143083ced89faff8e2bc5d5c1eb',
+        '6806c99d19a4aa75684d487e055b9522893ae70da292c589704cb3145fb10230',
     'nova.api.openstack.wsgi.JSONDictSerializer':
-        '9e298b42ca6f8f338afb83c90dea1343b86f29b083499d72f0d0daf4088f4767',
+        '288620d5f7314b55b9d99292851503b4950ed2a5a53c6b82402332b94261e136',
     'nova.api.validation._schema_validation_helper':
-        '37285f4c7a960d8e545601a0b853622e0656e768cd4f93f344db33e4d3141686',
+        '8d760eae85f6a4fc9cfb983dd08c0c769de00a4aafb75122984b57feea8eee66',
     # nova 32: sets request_query_schemas directly, no 2.102 assertion.
     # Recorded for the validation part, off here (LACKS).
     'nova.api.validation.query_schema':
-        '2e2aa11eb2c8e69195002b6f5ceb7174a4679e7988ed68d15e275253f0f75eeb',
+        '07ec399435b1d6c8d802e680b2d3d30f12f46f9d4f1eacfc46d76a9c3a782f46',
     # nova 32: typing hints, sets response_body_schemas directly; unused
     # on the server lists. Validation part off here (LACKS).
     'nova.api.validation.response_body_schema':
-        '1fb9c4bbe73581d046bfc773bd2e2f0d6550fefcb50ca79970eb2cc51b55eb96',
+        '46f90bb9265b0695d4d409886cb66a1c6e322036f914efc308608e8df3229cde',
     # nova 32: the older soft additionalProperties (no oneOf hack).
     # Recorded for the validation part, off here (LACKS).
     'nova.api.validation.validators':
-        'ea41aaa2f4324da6e343b04d49b11bca0cb3582199847e17a6456cbe971dbc99',
+        'fefd96ce0c19087ed7012409c5b817c65ecc34100da53c3e2a29cbe1699c196d',
     # oslo.serialization 5.8.0 (2025.2): no type hints, the same call.
     # Recorded for the validation part, off here (LACKS).
     'oslo_serialization.jsonutils.dumps':
-        'dba88b3b129ca26ee94525482803dc5beddd4dcf4520713538473897358e50b2',
+        '90e2dac4be9c45183eaaa7891a438277364204dbeb7a31579c9ac4f18ea1b23a',
     # oslo.serialization 5.8.0: no IPRange and Decimal branches; the same
     # string for a datetime. Validation part off here (LACKS).
     'oslo_serialization.jsonutils.to_primitive':
-        'ad9dc05ddcccce4c101dc331c4278bd02a1fb44085eb3ff46f31853355ecef26',
+        'c6fa3b334dcae513f0480a0063898f4a8033fdab14ea4a804a441d81751dd455',
     'oslo_versionedobjects.fields.CoercedCollectionMixin':
-        '0ae591d623d5e44250d1400821aac37b75b8301bbb8386bf191817001716ca83',
+        'bab0db865f157b92eae2136e28c373c5bec9c0a08279dfa86580a3c2c55469af',
     # oslo.versionedobjects 3.8.0 (2025.2): no type hints; a dict
     # subclass serialized as the dict it is. Validation part off here
     # (LACKS).
     'oslo_versionedobjects.fields.CoercedDict':
-        'd2418c8078f844a19287bbdd830d5735d3b9269acd36c30c0e4af63bf470155a',
+        'f7d9bcfce8bf373b5e78c6af9405dc9ebbd198ce72a7479a542ebb269ff8ff41',
     'oslo_versionedobjects.fields.CoercedList':
-        '6033dca2016b0115b4a091c62d61a8dbc285be87d86c041c984e575317fa26ed',
+        '218332cad95160cb509f18bd86636cd6f06ae2f6bc7dd1e329ad8ddb7241ecbf',
     'nova.utils.raise_if_old_compute':
-        '044f8a33aeccc9f29586a55bb0be35be5c8b2e8d9a936b6578a740e99c65f344',
+        '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
     'nova.objects.service.get_minimum_version_all_cells':
-        '9a5b2ee216a0b7436278751856be0e57ba592e7995ff34b6b2fda01ebb1ecba2',
+        '71c64038fb71f7f81b650c81c5728b69816eef2c26e0a2bb862edf580247d8e3',
     'nova.objects.service.Service._db_service_get_minimum_version':
-        'b8e25c4fcc2ef721143373aff674b5543a12dae125d608634e4d0c6e7d04c12f',
+        '95fcce273f41c39e01911190c482acddd97546a4fb7cf85a237387ec12182c95',
     'nova.db.main.api.service_get_minimum_version':
-        'd228050f5675cf11663e539ea1d31276bf95fcbf8ece9c9c649898eb2f247cc2',
+        '4ce546369624675cbc265e20cf78fa1c67332fe0152bace12df499b34caa1721',
     'nova.api.openstack.wsgi_app._setup_service':
-        'cefb7a3a9e95b074ef1c49ceb685db43428f792d964452e766bb7dedac09a882',
+        '9c7339034632251517b9d23501696bb6e8c3e99ac6b4f6213583c84e90c01afd',
     # nova 32: no prog argument, no option dump after loading the pipeline;
     # it still runs _setup_service (our start-up check) before
     # deploy.loadapp.
     'nova.api.openstack.wsgi_app.init_application':
-        '4f84e75af787554257830da6a5eae59255d647540ba9ec59e26a2ca77d0f17dd',
+        'ae0c22cae784c9c133d9c1d69cad54c5ece498a7d30460398b182ec80edbe884',
     'nova.scheduler.request_filter.process_reqspec':
-        '89acc372e1768657e77375bb7673b7579459456366036a7351c4d086490ccb78',
+        'dea7e0a7293e65bb5e2afed0b6cb78554e30027274de446296c25621aa873791',
     'nova.scheduler.request_filter.trace_request_filter':
-        'db797fd822c2717de9ae519c96cac2dab0e81f02a96f0d8acea881f502a67776',
+        'a12106743c9b9d3b7b7cf3a270ae40f102654d77040227f3bbb751b8a15edb52',
     'nova.objects.request_spec.Destination':
-        '69f50cea9ae4dfb06ea3b401bf836ad41d66ab58ea3ac6e365fe6458d1a515e4',
+        '0c9fd5ad75c427a55f65e303c7c8232c28f70598b9601415431a4f6e1ce58fb4',
     'nova.scheduler.host_manager.HostManager.get_host_states_by_uuids':
-        'cc5b1e372ec2825e8f7ad3da189a551253e3a7cc2d96b78e4918699fc4e40029',
+        'b380becf2119beff869f324317d48454bd8215465f3f19288ef8540165ecd356',
     'nova.scheduler.host_manager.HostManager._get_computes_for_cells':
-        '6536d1fdd70d3b326a336b91a2204c20dcdbbba25875f3b17639742b56589f7e',
+        '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
     'nova.scheduler.utils.resources_from_request_spec':
-        '0b62626a3f32c20a294edbdf791de36d5abb3ba596db8820d304250a816daeb0',
+        '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
 }

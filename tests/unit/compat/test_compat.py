@@ -30,7 +30,6 @@ import sqlalchemy as sa
 import nova_cellsched.api as cellsched_api
 from nova_cellsched import compat
 from nova_cellsched.compat import core
-from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
 from tests import releases
 
@@ -212,31 +211,67 @@ class TestMatchedAsASet(_Base):
             self.assertLessEqual(set(release.lacks), set(parts.BY_NAME))
 
     def test_a_source_equal_to_an_older_release_passes(self):
-        """Matched as a set: nova 33's version of a source passes on 34.
+        """Matched as a set: an older release's version of a source passes.
 
-        nova 34's own hash of ``nova.context.target_cell`` taken out of
-        its table: the running source still equals the version in nova
-        33's table, so the lister (and what needs it) stays on, with the
-        adapter of the newest release whose versions all its sources
-        equal.
+        nova's ``target_cell`` taken out of the running release's table
+        and an older tested release (adapter ``nova33``) whose versions
+        the running sources all equal: the lister (and what needs it)
+        stays on, with the adapter of that release, the newest whose
+        versions all its sources equal.
         """
         name = 'nova.context.target_cell'
-        releases = core.tested()
-        older = [r.version for r in releases
-                 if r.hashes[name] == _running_table().hashes[name]]
-        self.assertIn('33.0.2', older)
-        changed = tuple(
-            dataclasses.replace(r, hashes=dict(r.hashes, **{name: 'f' * 64}))
-            if r.version == hashing.nova_version() else r
-            for r in releases)
+        running = _running_table()
+        changed = dataclasses.replace(
+            running, hashes=dict(running.hashes, **{name: 'f' * 64}))
+        older = dataclasses.replace(running, version='30.9.9',
+                                    adapter='nova33', lacks={})
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested', lambda: changed))
+            'nova_cellsched.compat.core.tested', lambda: (older, changed)))
         self.assertEqual([], compat.check(['lister'])['lister'])
-        # scatter_gather_cells equals only nova 34's version: no single
-        # release has all the lister's; its adapter is the newest's.
-        self.assertEqual([], core.releases_matching(['lister']))
-        self.assertEqual('nova_cellsched.compat.nova34',
+        self.assertEqual(['30.9.9'], core.releases_matching(['lister']))
+        self.assertEqual('nova_cellsched.compat.nova33',
                          compat.adapter('lister').__name__)
+
+    def test_sources_of_two_releases_but_no_one_release_are_off(self):
+        """Each source equals a tested release's, none has them all: off.
+
+        As nova 34 with nova 32's ``InstanceList.fill_faults``: nova 34's
+        adapter would put its per-cell ``fill_faults`` in for a function
+        that runs one query. Here the running table's ``fill_faults``
+        and another release's ``_list_view`` are changed: each running
+        source equals one of the two, the view's sources together
+        neither. One WARNING names both sources and their releases.
+        """
+        faults = 'nova.objects.instance.InstanceList.fill_faults'
+        list_view = VIEWS + '.ViewBuilder._list_view'
+        running = _running_table()
+        other = dataclasses.replace(
+            running, version='35.0.0', lacks={},
+            hashes=dict(running.hashes, **{list_view: 'f' * 64}))
+        this = dataclasses.replace(
+            running, hashes=dict(running.hashes, **{faults: 'e' * 64}))
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.compat.core.tested', lambda: (this, other)))
+        (problem,) = compat.check(['view'])['view']
+        self.assertEqual(
+            'its sources each equal a tested nova release but no one '
+            'release has them all, so this nova is no tested release: '
+            '%s equals nova %s; %s equals nova 35.0.0'
+            % (list_view, releases.NOVA_VERSION, faults), problem)
+        self.assertEqual([], core.releases_matching(['view']))
+        self.assertIsNone(core.lacking('view'))
+        self.assertEqual([], compat.check(['lister'])['lister'])
+
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        found = compat.install(['lister', 'view'])
+        self.assertEqual([problem], found['view'])
+        self.assertEqual(['guard', 'keyset', 'lister'], compat.on())
+        (said,) = [line for line in logs.output.splitlines()
+                   if 'is off' in line]
+        self.assertIn("nova-cellsched's part view, which", said)
+        self.assertIn(problem, said)
+        self.assertIn('To fix: install the nova-cellsched release tested '
+                      'with this nova', said)
 
     def test_the_adapter_is_the_release_whose_versions_all_equal(self):
         """Each part's adapter: the newest release its sources all equal.
