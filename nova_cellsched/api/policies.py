@@ -15,10 +15,13 @@
 Two rules, registered into nova's policy enforcer (``nova.policy``) and
 overridable in the operator's ``policy.yaml`` like any of nova's:
 
-``os_compute_api:servers:cellsched:server_timing`` (default ``@``)
+``os_compute_api:servers:cellsched:server_timing`` (default
+    ``rule:context_is_admin``)
     Who gets the ``Server-Timing`` header on the server lists the
     filter's lister serves: the phase durations (total, gather, merge,
-    objects, view, validation, other). Any caller nova let list.
+    objects, view, validation, other). A debugging aid, admin-only by
+    default as nova's own (``os_compute_api:os-server-diagnostics``);
+    an operator opens it to readers in ``policy.yaml``.
 ``os_compute_api:servers:cellsched:server_timing:cells`` (default
     ``rule:context_is_admin``)
     Whose header also names cells: the slowest cell with its time and
@@ -52,13 +55,20 @@ _LISTS: list[policy.Operation] = [
 rules = [
     policy.DocumentedRuleDefault(
         name=SERVER_TIMING,
-        check_str=base.RULE_ANY,
+        # NOTE: admin-only like nova's other debugging data (server
+        # diagnostics, host_status). No deprecated_rule for the former
+        # "@": oslo.policy would OR it back in wherever [oslo_policy]
+        # enforce_new_defaults is false, and no release shipped it.
+        check_str=base.ADMIN,
         description=(
             'Send the Server-Timing response header (the phase durations: '
             'total, gather, merge, objects, view, validation, other) with '
-            'the server lists nova-cellsched serves. Applies only to '
-            'callers nova allowed to list; "[cellsched] api_server_timing '
-            '= false" turns the header off for everyone.'),
+            'the server lists nova-cellsched serves. A debugging aid, for '
+            'admins by default as nova\'s server diagnostics are; '
+            '"rule:project_reader_or_admin" opens it to every project '
+            'reader. Applies only to callers nova allowed to list; '
+            '"[cellsched] api_server_timing = false" turns the header off '
+            'for everyone.'),
         operations=_LISTS,
         scope_types=['project']),
     policy.DocumentedRuleDefault(
