@@ -10,7 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Advice for cell databases whose driver :func:`.guard.io_timeout` misses.
+"""Advice on database drivers: missing ones, and unbounded ones.
+
+:func:`missing_driver_advice` names the package to install when a
+URL's driver module is not installed (a plain nova virtualenv has no
+PyMySQL); :func:`missing_module_advice` does the same from the
+``ModuleNotFoundError`` of a driver's import.
 
 :func:`.guard.io_timeout` bounds PyMySQL connections only.
 :func:`unbounded_driver_advice` says which URL parameters bound a worker
@@ -19,7 +24,10 @@ once per cell and process.
 """
 
 from collections.abc import Mapping
+import importlib.util
 import math
+import shlex
+import sys
 import threading
 from typing import Any
 import urllib.parse
@@ -33,6 +41,78 @@ LOG = logging.getLogger(__name__)
 #: The drivers a URL without ``+driver`` gets from SQLAlchemy, by backend.
 _DEFAULT_DRIVERS = {'mysql': 'mysqldb', 'mariadb': 'mysqldb',
                     'postgresql': 'psycopg2'}
+
+#: SQLAlchemy driver name -> (the module it imports, its PyPI package,
+#: a note on it or None).
+DRIVER_PACKAGES: dict[str, tuple[str, str, str | None]] = {
+    'pymysql': ('pymysql', 'PyMySQL', None),
+    'mysqldb': ('MySQLdb', 'mysqlclient',
+                'it builds against the MySQL or MariaDB client library; '
+                'or use mysql+pymysql:// with PyMySQL'),
+    'psycopg2': ('psycopg2', 'psycopg2-binary',
+                 'or psycopg2, which builds against libpq'),
+    'psycopg': ('psycopg', 'psycopg[binary]', None),
+    'mysqlconnector': ('mysql.connector', 'mysql-connector-python', None),
+    'mariadbconnector': ('mariadb', 'mariadb', None),
+    'pg8000': ('pg8000', 'pg8000', None),
+}
+
+
+def _driver_of(drivername: str) -> str:
+    """The driver of a URL scheme, SQLAlchemy's default where none."""
+    backend, _, driver = drivername.lower().partition('+')
+    return driver or _DEFAULT_DRIVERS.get(backend, '')
+
+
+def _installed(module: str) -> bool:
+    """Whether *module* can be found, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        # A missing parent package (mysql of mysql.connector), or a
+        # module whose sys.modules entry says it failed before.
+        return False
+
+
+def missing_driver_advice(drivername: str) -> str | None:
+    """What to install for a URL whose driver module is not installed.
+
+    One clause for an error line: the module, the Python it is missing
+    from and the ``pip install`` to run there, e.g. for
+    ``mysql+pymysql``: ``its driver module pymysql is not installed for
+    /usr/bin/python3 (the Python the command runs with): /usr/bin/python3
+    -m pip install PyMySQL``. None when the module is found, or for a
+    driver this does not know (SQLite's is part of Python).
+
+    :param drivername: the URL's scheme, ``backend`` or
+        ``backend+driver`` (``mysql://`` is mysqlclient's, as in
+        SQLAlchemy).
+    """
+    known = DRIVER_PACKAGES.get(_driver_of(drivername))
+    if known is None or _installed(known[0]):
+        return None
+    return _advice(*known)
+
+
+def missing_module_advice(exc: BaseException) -> str | None:
+    """:func:`missing_driver_advice` from a driver's failed import.
+
+    *exc* is the ``ImportError`` an engine's first connect raised; None
+    when the missing module is not a database driver's.
+    """
+    name = getattr(exc, 'name', None)
+    for module, package, note in DRIVER_PACKAGES.values():
+        if name is not None and (name == module or
+                                 module.startswith(name + '.')):
+            return _advice(module, package, note)
+    return None
+
+
+def _advice(module: str, package: str, note: str | None) -> str:
+    return ('its driver module %s is not installed for %s (the Python '
+            'the command runs with): %s -m pip install %s%s' % (
+                module, sys.executable, shlex.quote(sys.executable),
+                shlex.quote(package), ' (%s)' % note if note else ''))
 
 
 def unbounded_driver_advice(drivername: str, query: Mapping[str, Any],
@@ -54,8 +134,8 @@ def unbounded_driver_advice(drivername: str, query: Mapping[str, Any],
         value; None suggests 120 (twice the default
         ``list_cell_timeout``).
     """
-    backend, _, driver = drivername.lower().partition('+')
-    driver = driver or _DEFAULT_DRIVERS.get(backend, '')
+    backend = drivername.lower().partition('+')[0]
+    driver = _driver_of(drivername)
     wait = max(1, math.ceil(seconds if seconds is not None else 120))
     if backend not in ('mysql', 'mariadb', 'postgresql'):
         return None

@@ -306,7 +306,11 @@ def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT
     try:
         engine = query.create_engine(url, io_timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - a driver that is missing...
-        return exception.driver_reason(exc)
+        from nova_cellsched.api import driver_advice
+
+        advice = driver_advice.missing_module_advice(exc)
+        return exception.driver_reason(exc) + (
+            '; %s' % advice if advice else '')
     try:
         with engine.connect() as conn:
             conn.execute(sa.text('SELECT 1'))

@@ -86,8 +86,31 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
             % (', '.join(CONF.config_file) or 'nova\'s default config '
                'files (none found)'))
     check_sqlite_file(CONF.api_database.connection)
+    check_driver(CONF.api_database.connection, '[api_database] connection')
     api_db_api.configure(CONF)
     return CONF
+
+
+def check_driver(url: str, option: str) -> None:
+    """Refuse a database URL whose driver module is not installed.
+
+    A plain nova virtualenv has no PyMySQL: without this, the first
+    query failed with a bare ``No module named 'pymysql'``.
+
+    :raises InvalidConfig: the URL's driver (``mysql+pymysql``: PyMySQL,
+        ``mysql``: mysqlclient, ``postgresql``: psycopg2, ...) cannot be
+        found; the message names the package to install.
+    """
+    from nova_cellsched.api import driver_advice
+
+    try:
+        drivername = sa_url.make_url(url).drivername
+    except (sa_exc.ArgumentError, ValueError):
+        return  # oslo.db reports a malformed URL in its own words
+    advice = driver_advice.missing_driver_advice(drivername)
+    if advice is not None:
+        raise exception.InvalidConfig('%s %s: %s' % (
+            option, cells.mask_url(url), advice))
 
 
 def check_sqlite_file(url: str) -> None:

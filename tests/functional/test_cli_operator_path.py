@@ -1,0 +1,157 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A new operator's path (issue 41): each edge, as they met it.
+
+The command runs as a process of its own, as an operator runs it, on a
+small SQLite demo world built once by ``nova-cellsched demo``. A driver
+"not installed" is one the process cannot import: the command runs
+under ``python -c`` with the module's ``sys.modules`` entry set to None
+(what Python's import system reads as "not found"), or genuinely
+missing (mysqlclient, not in the test requirements). Databases that do
+not answer are loopback ports (no traffic leaves the host).
+"""
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import testtools
+
+from tests.functional import db
+from tests.functional.test_cli import COMMAND
+
+#: ``nova-cellsched`` in a process where the modules of argv[1] (comma
+#: separated) cannot be imported.
+WITHOUT = '''
+import sys
+for name in sys.argv.pop(1).split(','):
+    sys.modules[name] = None
+from nova_cellsched.cmd.cellsched import console_main
+sys.argv[0] = 'nova-cellsched'
+sys.exit(console_main())
+'''
+
+
+def run(*args, cwd=None, timeout=180, without=None):
+    """``nova-cellsched *args``: (exit code, stdout, stderr, seconds)."""
+    env = dict(os.environ)
+    env.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
+    command = list(COMMAND)
+    if without:
+        command = [sys.executable, '-c', WITHOUT, ','.join(without)]
+    start = time.monotonic()
+    proc = subprocess.run(command + list(args), cwd=cwd, env=env,
+                          capture_output=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL, text=True)
+    return (proc.returncode, proc.stdout, proc.stderr,
+            time.monotonic() - start)
+
+
+def write_conf(directory, name, api_url, cells_default='',
+               cells_projects='', extra=''):
+    path = os.path.join(directory, name)
+    with open(path, 'w') as handle:
+        handle.write('[DEFAULT]\ntransport_url = fake://\n'
+                     '[api_database]\nconnection = %s\n'
+                     '[cellsched]\ncells_default = %s\n'
+                     'cells_projects = %s\n%s' % (
+                         api_url, cells_default, cells_projects, extra))
+    return path
+
+
+class OperatorPathTest(testtools.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.top = tempfile.mkdtemp(prefix='ncs-operator-')
+        cls.addClassCleanup(shutil.rmtree, cls.top, True)
+        cls.world = os.path.join(cls.top, 'world')
+        code, _out, err, _s = run('demo', '--cells', '2', '--instances',
+                                  '20', '--dir', cls.world, cwd=cls.top)
+        assert code == 0, err
+        cls.conf = os.path.join(cls.world, 'nova.conf')
+        with open(cls.conf) as handle:
+            cls.api_url = next(
+                line.split('=', 1)[1].strip() for line in handle
+                if line.startswith('connection') and '_api' in line)
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = tempfile.mkdtemp(dir=self.top)
+
+    def assertOneErrorLine(self, code, result, *quoted):
+        got, out, err, _seconds = result
+        self.assertEqual(code, got, result)
+        self.assertEqual('', out, result)
+        lines = err.splitlines()
+        self.assertEqual(1, len(lines), result)
+        self.assertTrue(lines[0].startswith('nova-cellsched: error: '),
+                        result)
+        for text in quoted:
+            self.assertIn(text, lines[0], result)
+
+    # Item 3: a missing database driver names its package.
+
+    def test_missing_api_database_driver_names_the_package(self):
+        cases = [
+            ('mysql+pymysql://nova:pw@127.0.0.1:1/nova_api', ['pymysql'],
+             'its driver module pymysql is not installed',
+             '-m pip install PyMySQL'),
+            ('postgresql://nova:pw@127.0.0.1:1/nova_api', ['psycopg2'],
+             'its driver module psycopg2 is not installed',
+             '-m pip install psycopg2-binary'),
+            ('mysql://nova:pw@127.0.0.1:1/nova_api', ['MySQLdb'],
+             'its driver module MySQLdb is not installed',
+             '-m pip install mysqlclient'),
+        ]
+        for url, missing, *quoted in cases:
+            conf = write_conf(self.tmp, 'missing.conf', url, 'cell1')
+            for command in (['list'], ['check'],
+                            ['explain', '--project', 'p']):
+                self.assertOneErrorLine(
+                    2, run('--config-file', conf, *command,
+                           without=missing),
+                    '[api_database] connection %s' % url.replace(
+                        ':pw@', ':***@'), *quoted)
+
+    def test_missing_cell_database_driver_names_the_package(self):
+        """check's warning on a used cell says what to install."""
+        cell = db.add_cell_mapping(
+            self.api_url, 'pgcell',
+            'postgresql://nova:pw@127.0.0.1:1/cell')
+        self.addCleanup(db.remove_cell_mapping, self.api_url, cell)
+        conf = write_conf(self.tmp, 'pg.conf', self.api_url,
+                          'cell1,pgcell')
+        code, out, err, _s = run('--config-file', conf, 'check',
+                                 without=['psycopg2'])
+        self.assertEqual(0, code, (out, err))
+        self.assertIn('cell pgcell (%s) is used by [cellsched] '
+                      'cells_default or cells_projects but its database '
+                      'does not answer: ModuleNotFoundError: ' % cell, err)
+        self.assertIn('its driver module psycopg2 is not installed', err)
+        self.assertIn('-m pip install psycopg2-binary', err)
+        self.assertNotIn('Traceback', err)
+
+    def test_mysqlclient_is_not_installed_here(self):
+        """The mysql:// case above is a module really missing here."""
+        if importlib.util.find_spec('MySQLdb') is not None:
+            self.skipTest('mysqlclient is installed')
+        conf = write_conf(self.tmp, 'mysqldb.conf',
+                          'mysql://nova@127.0.0.1:1/nova_api')
+        self.assertOneErrorLine(2, run('--config-file', conf, 'list'),
+                                '-m pip install mysqlclient')
