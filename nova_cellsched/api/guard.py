@@ -70,6 +70,11 @@ _local = threading.local()
 #: The socket timeout of a call made after the thread's deadline.
 _EXPIRED = 0.001
 
+#: Seconds the time left is rounded up to: the I/O of a block ends
+#: within its *seconds* plus this. (PyMySQL changes the socket's
+#: timeout only when the value changes: not on every packet.)
+GRAIN = 0.1
+
 class ConnectFailed(ConnectionError):
     """A connect to a cell database failed inside :func:`io_timeout`.
 
@@ -96,8 +101,7 @@ def io_timeout(seconds: float | None) -> Iterator[None]:
 
     Each blocking call (connect, handshake, pre-ping, query, fetch,
     rollback, close) times out after at most *seconds*, and all of them
-    together by *seconds* from now (rounded up to the next whole second,
-    so the socket timeout is not changed on every packet): a chain of
+    together within :data:`GRAIN` of *seconds* from now: a chain of
     calls on a frozen server (a pre-ping, then a reconnect) cannot add
     up to more.
 
@@ -120,7 +124,7 @@ def _thread_timeout() -> float | None:
     left = deadline - time.monotonic()
     if left <= 0:
         return _EXPIRED
-    return min(seconds, float(math.ceil(left)))
+    return min(seconds, math.ceil(left / GRAIN) * GRAIN)
 
 
 @contextlib.contextmanager

@@ -91,6 +91,40 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual({}, stuck.snapshot())
 
 
+class TestIoTimeoutBound(base.BaseTestCase):
+    """The block's I/O ends within its seconds plus guard.GRAIN."""
+
+    def setUp(self):
+        super().setUp()
+        self.now = 1000.0
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.guard.time.monotonic', lambda: self.now))
+
+    def test_the_last_call_gets_what_is_left_rounded_to_the_grain(self):
+        """0.05 s left of a 4 s block: the next call may take 0.1 s.
+
+        Regression: the time left was rounded up to a whole second, so a
+        stuck worker's I/O could run 2 x list_cell_timeout + 1 s.
+        """
+        with guard.io_timeout(4.0):
+            self.now += 3.95
+            timeout = guard._thread_timeout()
+        self.assertLessEqual(timeout, 0.05 + guard.GRAIN)
+        self.assertGreaterEqual(timeout, 0.05)
+
+    def test_a_call_gets_at_most_the_blocks_seconds(self):
+        with guard.io_timeout(0.25):
+            self.assertEqual(0.25, guard._thread_timeout())
+
+    def test_after_the_blocks_end_a_call_fails_at_once(self):
+        with guard.io_timeout(1.0):
+            self.now += 2.0
+            self.assertEqual(guard._EXPIRED, guard._thread_timeout())
+
+    def test_outside_a_block_nothing_is_bounded(self):
+        self.assertIsNone(guard._thread_timeout())
+
+
 class _SilentServer:
     """A TCP port that accepts connections and never says a word.
 
