@@ -54,6 +54,7 @@ down-cell policy), :func:`report_timings` (the request's timings) and
 
 import concurrent.futures
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -233,6 +234,23 @@ def _executor(cells: int | None = None) -> concurrent.futures.Executor:
                 _EXECUTOR = futurist.GreenThreadPoolExecutor(
                     max_workers=size)
         return _EXECUTOR
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a uwsgi worker) has none of its parent's threads.
+
+    The pool, and the queries its threads had stuck, stay the parent's:
+    the child starts its own pool on first use.
+    """
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR_LOCK = threading.Lock()
+    _EXECUTOR = None
+    STUCK.forget()
+
+
+# NOTE: uwsgi without lazy-apps forks its workers after the master loaded
+# nova-api, whose start-up check may have started the pool.
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def shutdown() -> None:

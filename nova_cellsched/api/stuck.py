@@ -42,6 +42,11 @@ class StuckQueries:
         self._lock = threading.Lock()
         self._stuck: collections.Counter[str] = collections.Counter()
 
+    def forget(self) -> None:
+        """Count nothing: in a forked child, whose threads are gone."""
+        self._lock = threading.Lock()
+        self._stuck = collections.Counter()
+
     def count(self, cell: str) -> int:
         with self._lock:
             return self._stuck[cell]

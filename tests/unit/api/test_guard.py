@@ -125,6 +125,21 @@ class TestIoTimeoutBound(base.BaseTestCase):
         self.assertIsNone(guard._thread_timeout())
 
 
+class TestStuckQueriesAfterFork(base.BaseTestCase):
+
+    def test_forget_counts_nothing_and_keeps_counting(self):
+        stuck = stuck_queries.StuckQueries()
+        query = stuck_queries.Query('cell1')
+        stuck.begin(query)
+        stuck.abandon(query)
+        stuck.forget()
+        self.assertEqual({}, stuck.snapshot())
+        again = stuck_queries.Query('cell1')
+        stuck.begin(again)
+        stuck.abandon(again)
+        self.assertEqual({'cell1': 1}, stuck.snapshot())
+
+
 class _SilentServer:
     """A TCP port that accepts connections and never says a word.
 

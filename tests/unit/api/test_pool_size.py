@@ -17,6 +17,7 @@ uwsgi's Python module exists only inside uwsgi: where a test needs its
 (``tests.functional.test_nova_api_uwsgi`` runs the real one).
 """
 
+import os
 import sys
 import types
 
@@ -87,3 +88,56 @@ class TestExecutor(test.NoDBTestCase):
         executor = instance_list._executor(5)
         self.assertEqual(20, executor._max_workers)
         self.assertNotIn('list_max_workers to', self.stdlog.logger.output)
+
+
+class TestExecutorAfterFork(test.NoDBTestCase):
+    """A uwsgi worker forked after the master made the pool has its own.
+
+    Without ``lazy-apps``, uwsgi forks its workers after the master
+    loaded nova-api, whose start-up check may have started the pool;
+    the child has none of its threads.
+    """
+
+    def setUp(self):
+        super().setUp()
+        instance_list.shutdown()
+        self.addCleanup(instance_list.shutdown)
+
+    def test_a_forked_child_runs_its_tasks_on_a_pool_of_its_own(self):
+        self.flags(list_max_workers=1, group='cellsched')
+        parent = instance_list._executor(1)
+        # The parent's only worker thread is started.
+        self.assertEqual(1, parent.submit(lambda: 1).result(10))
+        query = _stuck_query()
+        instance_list.STUCK.abandon(query)
+        self.addCleanup(instance_list.STUCK.end, query)
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child reports by its pipe
+            answer = b'?'
+            try:
+                child = instance_list._executor(1)
+                ok = (child is not parent and
+                      child.submit(lambda: 2).result(10) == 2 and
+                      not instance_list.STUCK.snapshot())
+                answer = b'1' if ok else b'0'
+            except BaseException:
+                answer = b'E'
+            finally:
+                os.write(write, answer)
+                os._exit(0)
+        os.close(write)
+        self.addCleanup(os.close, read)
+        answer = os.read(read, 1)
+        os.waitpid(pid, 0)
+        self.assertEqual(b'1', answer)
+        self.assertIs(parent, instance_list._executor(1))
+
+
+def _stuck_query():
+    """A query of cell1 that ran and was given up on (stuck, here)."""
+    from nova_cellsched.api import stuck
+
+    query = stuck.Query('cell1')
+    instance_list.STUCK.begin(query)
+    return query
