@@ -662,7 +662,9 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
             cell_down_support=cell_down_support)
         return delegated
     SERVED.count('cellsched')
-    if cell_mappings is None:
+    if not cell_mappings:
+        # NOTE: as nova's CrossCellLister (``if self.cells``): a project
+        # with no cell mappings yet is listed in every cell.
         cell_mappings = nova_side().all_cells()
     spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
         sorting.nulls_high_for(

@@ -264,7 +264,9 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
 
     resources = [('deployment', DEPLOYMENT)]
     #: The tests that change the deployment (and mark it dirty).
-    DIRTIES = frozenset({'test_deleted_servers_the_same'})
+    DIRTIES = frozenset({
+        'test_deleted_servers_the_same',
+        'test_a_project_without_cell_mappings_is_listed_in_every_cell'})
 
     def setUp(self):
         super().setUp()
@@ -473,6 +475,30 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         listed = jsonutils.loads(body.content)['servers']
         self.assertEqual({s['id'] for s in self.servers[1:3]},
                          {s['id'] for s in listed})
+
+    def test_a_project_without_cell_mappings_is_listed_in_every_cell(self):
+        """``[api] instance_list_per_project_cells``, no mappings: all cells.
+
+        nova's lister asks every cell when a project has no instance
+        mappings (``CrossCellLister``: ``if self.cells``), and so must
+        ours. Regression: an empty list of cells listed no cell at all.
+        """
+        self.addCleanup(DEPLOYMENT.dirtied, self.deployment)
+        ctxt = nova_context.get_admin_context()
+        mine = objects.InstanceMappingList.get_by_project_id(
+            ctxt, OTHER_PROJECT)
+        self.assertGreater(len(mine), 1)
+        for mapping in mine:
+            mapping.destroy()
+        self.assertEqual([], objects.CellMappingList.get_by_project_id(
+            ctxt, OTHER_PROJECT).objects)
+        self.flags(instance_list_per_project_cells=True, group='api')
+        for version in ('2.1', 'latest'):
+            for path in ('/servers', '/servers/detail'):
+                body = self.assertSameAnswer(path, version,
+                                             api=self.other_api)
+                self.assertEqual(
+                    len(mine), len(jsonutils.loads(body.content)['servers']))
 
     def test_bad_input_gets_nova_errors(self):
         """A bad marker, sort key, limit or filter: nova's own error."""
