@@ -573,7 +573,7 @@ class _Listing(cross_cell.CrossCellLister):
         if state is not None:
             # The rest of this request (faults, block device mappings)
             # does not wait again for a cell the listing gave up on.
-            state.given_up = frozenset(self.lister.cells_timed_out)
+            state.given_up |= frozenset(self.lister.cells_timed_out)
         check_down(self.lister, cell_down_support)
         if state is not None:
             # The view asks each listed server's own cell (:mod:`.view`).

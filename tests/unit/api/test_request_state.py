@@ -32,6 +32,7 @@ import testtools
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched.api import server_timing
+from nova_cellsched.api import stuck
 from tests.unit.api import cells
 
 def _threading():
@@ -263,6 +264,23 @@ class GivenUpTest(testtools.TestCase):
             state.given_up = frozenset({self.cell.uuid})
         with request_state.scope():
             self.assertEqual('asked', self.ask())
+
+    def test_a_later_listing_adds_to_what_the_request_gave_up(self):
+        """Regression: a listing replaced the cells given up before it."""
+        tripped = cells.cell(4)
+        for _ in range(instance_list.CONF.cellsched.
+                       api_stuck_queries_per_cell):
+            query = stuck.Query(tripped.uuid)
+            instance_list.STUCK.begin(query)
+            instance_list.STUCK.abandon(query)
+            self.addCleanup(instance_list.STUCK.end, query)
+        with request_state.scope() as state:
+            state.given_up = frozenset({self.cell.uuid})
+            _lister, rows = instance_list.get_instances_sorted(
+                self.ctx, {}, None, None, [], None, None,
+                cell_mappings=[tripped])
+            self.assertEqual([], list(rows))
+            self.assertEqual({self.cell.uuid, tripped.uuid}, state.given_up)
 
     def test_a_request_served_at_the_same_time_asks(self):
         barrier = threading.Barrier(2)
