@@ -358,25 +358,31 @@ listing_opts = [
         help="""
 Seconds a cell database may take to answer one cross-cell listing.
 
-The deadline is enforced on each cell's worker futures, for the first
-batch and for every further batch together: a cell that has not answered
-by then is reported as timed out and the listing returns without it (or
-fails, see ``[api] list_records_by_skipping_down_cells``). A cell is
-charged only while a worker runs its query, so one hung cell does not
-use up the others' time; and each round of the listing (the marker's
-read, the first batches, each further batch) waits for its cells no
-longer than this either, whatever the worker pool is doing: a cell
-whose query is still waiting for a free worker then is reported as
-timed out for that listing only, and its query is never sent. A cell
-timed out is not asked again, so a cell frozen from the start costs a
-listing this once; the cells asked for more rows after it wait only for
-themselves. In
-nova-api, every blocking call a worker makes on a
-PyMySQL cell connection (connect, pre-ping, query, fetch, rollback,
-close) ends within twice this value, all of them together, so a worker
-blocked on a hung server ends on its own. nova's own lister uses a fixed
-60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on a query.
-nova-api's start-up check of nova-compute versions through
+Each cell's own queries in one listing (the marker's read, the first
+batch, every further batch) run at most this long in all: a cell that
+has not answered by then is reported as timed out and the listing
+returns without it (or fails, see ``[api]
+list_records_by_skipping_down_cells``), and it is not asked again in
+that request. A cell is charged only while its own query runs, so one
+hung cell does not use up the others' time, and time a query waits for
+a free worker is never charged to a cell: a cell is reported down only
+when its own query did not answer or failed.
+
+A request waits for the process's workers at most twice this value in
+all (its marker, every round and, in nova-api, the faults and volume
+lookups after the listing): each call waits for a worker at most this
+value or what is left of that, whichever is less, and a query still
+waiting then runs at once on a thread of its own. So, beyond the time
+the answering cells' queries take, a request waits at most 2 x this
+value for a busy process plus this value for each cell that stops
+answering (each such cell once). A cell frozen from the start costs a
+listing this value once. In nova-api, every blocking call made on a
+PyMySQL database connection for the listing (connect, pre-ping, query,
+fetch, rollback, close), the API database's request specs included,
+ends within twice this value plus 0.1 seconds, all of them together,
+so a thread blocked on a hung server ends on its own. nova's own lister
+uses a fixed 60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on
+a query. nova-api's start-up check of nova-compute versions through
 ``nova_cellsched.wsgi.osapi_compute`` does not use this value: it gives
 each cell nova's 60 seconds, as nova's check does, so that a cell that
 answers later than this still counts (a too old nova-compute there still
@@ -401,9 +407,10 @@ Largest number of threads that query cells for listings.
 
 Each cell's batch runs in its own worker thread while the others run;
 with more cells than workers the rest wait for a free worker (shown as
-``wait`` in the timings). That wait is not charged to the cell, but it
-counts against the listing's ``list_cell_timeout``: a cell still
-waiting for a worker then is reported as timed out for that listing.
+``wait`` in the timings). That wait is never charged to the cell: a
+query still waiting for a worker after ``list_cell_timeout`` (or what is
+left of the request's 2 x ``list_cell_timeout``) runs at once on a
+thread of its own, so a pool too small costs time, never rows.
 The command line uses a pool of its own for each listing. In nova-api,
 one pool serves every listing of an API worker process (green threads
 under eventlet), sized when it first lists: under uwsgi with native

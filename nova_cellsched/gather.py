@@ -27,11 +27,12 @@ Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures ran, so one hung cell cannot use up the allowance of the
 others, whatever the order the caller waits in.
 
-A request's own :class:`Deadline` bounds the whole wait as well, tasks
-still queued for a worker included (as nova's ``scatter_gather_cells``
-bounds its whole gather): whatever the pool is doing, the caller waits
-no longer than that. A task still queued when its request gives up is
-cancelled and never runs its work.
+A call's *wait* (a :class:`Deadline`) bounds how long its tasks may wait
+in the executor's queue: a task that no worker has taken by then is not
+the cell's fault, so it is taken out of the queue and run at once on a
+thread of its own (:func:`run_late`), under the same budget. A cell is
+therefore reported as not answering only when its own task ran past its
+budget, never because the process was busy.
 
 Failures are values, not log lines: every cell ends as a
 :class:`Outcome`, and a failed one keeps the original exception object.
@@ -224,54 +225,89 @@ def _outcome(future: 'concurrent.futures.Future[R]',
     return Outcome(OK, result=future.result())
 
 
-def _left(own: Deadline, overall: Deadline | None) -> float | None:
-    """Seconds the caller may still wait for a task: the lesser bound."""
-    mine = own.remaining()
-    if overall is None:
-        return mine
-    whole = overall.remaining()
-    if mine is None:
-        return whole
-    if whole is None:
-        return mine
-    return min(mine, whole)
+def run_late(function: Callable[..., R], *args: Any
+             ) -> 'concurrent.futures.Future[R]':
+    """``function(*args)`` at once on a new thread; its future.
+
+    The reserved capacity of :func:`gather`: a task still queued at its
+    call's wait runs here instead, whatever the executor is doing. A
+    daemon thread (a green thread where eventlet patched ``threading``),
+    ended by the task itself: its I/O bound is the task's own.
+    """
+    future: concurrent.futures.Future[R] = concurrent.futures.Future()
+    future.set_running_or_notify_cancel()
+
+    def run() -> None:
+        try:
+            result = function(*args)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=run, name='cellsched-late', daemon=True).start()
+    return future
 
 
 def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
            deadline: Deadline | Mapping[K, Deadline],
-           overall: Deadline | None = None) -> dict[K, Outcome[R]]:
+           wait: Deadline | None = None,
+           late: Callable[[K], tuple['concurrent.futures.Future[R]',
+                                     Deadline]] | None = None
+           ) -> dict[K, Outcome[R]]:
     """Wait for *futures*, each until its deadline; one outcome per key.
 
     :param deadline: one deadline for all, or one per key (from each
         cell's :meth:`Budget.start`). A pending deadline (its task still
-        queued) is waited on until the task starts, then until it ends,
-        but never past *overall*.
-    :param overall: the request's deadline, started: the wait ends by
-        then for every future, queued or running, whatever its own
-        deadline. None: only the futures' own deadlines.
+        queued) is waited on until the task starts, then until it ends.
+    :param wait: how long a task may stay queued (started); None: as
+        long as it takes a worker to take it.
+    :param late: what to do with a task still queued at *wait*: it is
+        cancelled in the executor's queue and ``late(key)`` runs it
+        elsewhere at once (:func:`run_late`), to be waited for until its
+        new deadline. None: it is reported timed out and never runs.
 
-    Futures still running at their deadline are reported timed out and
-    left to finish on their own (a thread cannot be killed; the database
-    drivers' own read timeouts end them). Their results are dropped. A
-    future not started by then is cancelled (its work never runs) and
-    reported timed out. The wait ends as soon as every future is done or
-    past its deadline.
+    A future still running at its deadline is reported timed out and
+    left to finish on its own (a thread cannot be killed; the database
+    drivers' own read timeouts end it). Its result is dropped. The wait
+    ends as soon as every future is done or past its deadline.
     """
-    deadlines = (deadline if isinstance(deadline, Mapping)
+    deadlines = (dict(deadline) if isinstance(deadline, Mapping)
                  else dict.fromkeys(futures, deadline))
+    futures = dict(futures)
     pending = dict(futures)
     while pending:
-        left = [_left(deadlines[key], overall) for key in pending]
-        finite = [seconds for seconds in left if seconds is not None]
-        if any(deadlines[key].pending for key in pending):
-            # A queued task's clock starts when a worker takes it: look
-            # again soon, so its deadline is kept once it runs.
-            finite.append(QUEUED_POLL)
+        timeouts = []
+        for key in pending:
+            if deadlines[key].pending:
+                # A queued task's clock starts when a worker takes it:
+                # look again soon, so its deadline is kept once it runs.
+                timeouts.append(QUEUED_POLL)
+                if wait is not None:
+                    timeouts.append(wait.remaining() or 0.0)
+            else:
+                own = deadlines[key].remaining()
+                if own is not None:
+                    timeouts.append(own)
         waiters.wait_for_all(list(pending.values()),
-                             timeout=min(finite) if finite else None)
-        pending = {key: future for key, future in pending.items()
-                   if not future.done() and
-                   _left(deadlines[key], overall) != 0.0}
+                             timeout=min(timeouts) if timeouts else None)
+        still = {}
+        for key, future in pending.items():
+            if future.done():
+                continue
+            if not deadlines[key].pending:
+                if deadlines[key].remaining() != 0.0:
+                    still[key] = future
+                continue
+            if (wait is None or wait.remaining() != 0.0 or
+                    not future.cancel()):
+                # Queued within its wait, or taken by a worker already
+                # (cancel() fails once it runs): its deadline begins.
+                still[key] = future
+            elif late is not None:
+                futures[key], deadlines[key] = late(key)
+                still[key] = futures[key]
+        pending = still
     return {key: _outcome(future, deadlines[key])
             for key, future in futures.items()}
 
@@ -279,41 +315,32 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
 def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
               calls: Mapping[K, tuple[Callable[..., R], tuple[Any, ...]]],
               budgets: Mapping[K, Budget],
-              deadline: Deadline | None = None) -> dict[K, Outcome[R]]:
+              wait: Deadline | None = None) -> dict[K, Outcome[R]]:
     """Run ``function(*args)`` per key in parallel, each within its budget.
 
     :param submit: an executor's ``submit``.
     :param calls: key -> (function, args).
     :param budgets: key -> the :class:`Budget` its task is charged to.
-    :param deadline: the request's deadline (started), which bounds the
-        whole wait, tasks still queued included; None: only the budgets.
+    :param wait: how long a task may wait for a worker (started); None:
+        until a worker takes it.
 
-    Each task is charged to its budget from the moment a worker starts
-    it until it ends: time spent waiting for a free worker (a pool busy
-    with other listings) is not charged to the cell. It is bounded by
-    *deadline* instead: a task that has not started when the request's
-    deadline passes is cancelled (its function never runs, so a pool
-    filled with tasks of frozen cells does not grow a backlog) and
-    :data:`TIMED_OUT`, for this call only. A key whose task runs past
-    its budget or the deadline is :data:`TIMED_OUT` and its budget
-    exhausted: it must not be waited for again.
+    Each task is charged to its budget from the moment it starts until
+    it ends: time spent waiting for a free worker is not charged to the
+    cell. A task still queued at *wait* is not the cell's fault either:
+    it is cancelled in the queue and run at once on a thread of its own
+    (:func:`run_late`), under its budget. A key whose task runs past
+    its budget is :data:`TIMED_OUT` and its budget exhausted: it must
+    not be waited for again. So the call returns within *wait* plus the
+    longest budget, and a key is timed out only when its own task ran
+    its budget without answering.
 
-    No task starts before the last one is submitted. A thread pool
-    starts a thread per submit until it is full, and ``Thread.start``
-    waits until the new thread runs. Were the first tasks already
-    working (holding the GIL, as a worker parsing rows does), every later
-    start would wait for them, a switch interval (5 ms) at a time, and
-    the last cells of a round would be asked tens of milliseconds after
-    the first. Held at a gate, the tasks leave the GIL to the caller
-    until the last one is submitted. The gate opens even when a submit
-    fails (the error is raised), so no submitted task waits for ever.
+    No task starts before the last one is submitted (a gate, opened even
+    when a submit fails, so no submitted task waits for ever).
     """
-    if deadline is not None and deadline.remaining() == 0.0:
-        # The request gave up already: no cell is asked.
-        for key in calls:
-            budgets[key].exhaust()
-        return {key: Outcome(TIMED_OUT, error=CellTimeout(
-            deadline.seconds or 0.0)) for key in calls}
+    # NOTE: without the gate, each Thread.start of the executor waits
+    # for the tasks already running (holding the GIL while they parse
+    # rows), and the last cells of a round are asked tens of
+    # milliseconds after the first.
     gate = threading.Event()
     deadlines: dict[K, Deadline] = {}
     # Keys given up on; a task of one of them that a worker takes
@@ -330,6 +357,15 @@ def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
             deadlines[key].begin()
         return function(*args)
 
+    def late(key: K) -> tuple['concurrent.futures.Future[R]', Deadline]:
+        function, args = calls[key]
+        with lock:
+            # The new thread's gated() waits for the lock: its deadline
+            # is in place before it begins.
+            future = run_late(gated, key, function, args)
+            deadlines[key] = budgets[key].start(future, pending=True)
+        return future, deadlines[key]
+
     futures: dict[K, concurrent.futures.Future[R]] = {}
     try:
         for key, (function, args) in calls.items():
@@ -338,7 +374,7 @@ def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
             deadlines[key] = budgets[key].start(future, pending=True)
     finally:
         gate.set()
-    outcomes = gather(futures, deadlines, deadline)
+    outcomes = gather(futures, deadlines, wait, late)
     with lock:
         given_up.update(key for key, outcome in outcomes.items()
                         if outcome.status == TIMED_OUT)

@@ -117,6 +117,22 @@ def io_timeout(cell_timeout: float | None) -> float | None:
     return IO_TIMEOUT_FACTOR * cell_timeout
 
 
+def request_deadline(cell_timeout: float | None) -> gather.Deadline:
+    """This request's deadline for its waits on the listing's workers.
+
+    One per nova-api request (:meth:`.request_state.RequestState.
+    cells_deadline`), from its first call on the cells, shared by its
+    listing and the view's lookups after it; outside a request, a new
+    one (:func:`.cross_cell.request_deadline`).
+    """
+    state = request_state.current()
+    if state is None:
+        return cross_cell.request_deadline(cell_timeout)
+    deadline: gather.Deadline = state.cells_deadline(
+        lambda: cross_cell.request_deadline(cell_timeout))
+    return deadline
+
+
 #: How many listings each lister answered in this process:
 #: ``{'cellsched': n, 'nova': m}``.
 SERVED = counters.Counts(('cellsched', 'nova'))
@@ -200,9 +216,9 @@ def _executor(cells: int | None = None) -> concurrent.futures.Executor:
     *cells* cells (nova-api loads its cells once per worker process),
     at most ``[cellsched] list_max_workers``. A pool too small for what
     the process can run is logged once (a WARNING). A busy pool never
-    makes a listing wait past its deadline (:func:`.gather.run_round`):
-    it makes the cells whose tasks did not start in time down for that
-    listing.
+    makes a call wait for a worker past its wait, nor reports a cell
+    down: a task still queued then runs on a thread of its own
+    (:func:`.gather.run_round`). A forked child starts a pool of its own.
     """
     global _EXECUTOR
     with _EXECUTOR_LOCK:
@@ -215,14 +231,15 @@ def _executor(cells: int | None = None) -> concurrent.futures.Executor:
             needed = (None if requests is None or cells is None else
                       cells * (requests + group.api_stuck_queries_per_cell))
             if needed is not None and needed > size:
-                LOG.warning(
+                LOG.info(
                     'Listing workers: %(size)d ([cellsched] '
                     'list_max_workers), where %(cells)d cells x '
                     '(%(requests)d request threads + %(stuck)d '
-                    '[cellsched] api_stuck_queries_per_cell) need '
-                    '%(needed)d: while cells are frozen, concurrent '
-                    'listings may report healthy cells down. To fix: set '
-                    'list_max_workers to %(needed)d.',
+                    '[cellsched] api_stuck_queries_per_cell) would be '
+                    '%(needed)d: while cells are frozen, a listing\'s '
+                    'queries may wait up to list_cell_timeout for a '
+                    'worker before they run on threads of their own. '
+                    'Set list_max_workers to %(needed)d to avoid that.',
                     {'size': size, 'cells': cells, 'requests': requests,
                      'stuck': group.api_stuck_queries_per_cell,
                      'needed': needed})
@@ -400,7 +417,8 @@ class _Listing(cross_cell.CrossCellLister):
     def __init__(self, ctx: Any, filters: Any, columns_to_join: Any,
                  spec: sorting.SortSpec) -> None:
         group = CONF[conf_mod.GROUP_NAME]
-        super().__init__(ctx, spec, group.list_cell_timeout)
+        super().__init__(ctx, spec, group.list_cell_timeout,
+                         request_deadline(group.list_cell_timeout))
         self.filters = filters
         self.columns_to_join = columns_to_join
         self._key = spec.key_function()
@@ -544,14 +562,12 @@ class _Listing(cross_cell.CrossCellLister):
             cell_down_support: bool) -> list[Any]:
         """The page: nova DB rows in the global order, at most *limit*.
 
-        The marker's read and every round each wait for their cells at
-        most ``list_cell_timeout``, whatever the worker pool is doing: a
-        cell whose task has not answered by then (running, or still
-        queued for a worker) is down for this listing and not asked
-        again. Each cell's own queries run ``list_cell_timeout`` at most
-        in all (its budget), so a cell frozen from the start costs the
-        listing one ``list_cell_timeout``; the cells asked again after
-        it wait only for themselves.
+        Each cell's own queries run ``list_cell_timeout`` at most in all
+        (its budget): a cell whose query has not answered by then is down
+        for this request and not asked again. Waits for a worker are
+        bounded by the request's deadline
+        (:meth:`.cross_cell.CrossCellLister.in_cells`) and never make a
+        cell down.
         """
         self.start(())
         self.cell_count = max(len(cell_mappings),
@@ -789,9 +805,9 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
       (:class:`_GuardedCalls`), and the pool is sized for the rest
       (:func:`pool_size`).
     * Each call's I/O is bounded as a listing's (:func:`io_timeout`),
-      and the whole call waits at most ``[cellsched]
-      list_cell_timeout`` (queued tasks included, as nova bounds its
-      gather), not nova's 60 s.
+      each cell's call runs at most ``[cellsched] list_cell_timeout``
+      (not nova's 60 s), and its wait for a worker counts against the
+      request's deadline, as the listing's do (:func:`request_deadline`).
     * A cell this request's listing or an earlier lookup gave up on is
       not asked (``did_not_respond_sentinel`` at once, as
       :func:`scatter_gather_cells` does); a cell that does not answer
@@ -820,14 +836,16 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
             except Exception as exc:
                 results[cm.uuid] = exc
     if todo:
-        deadline = gather.Deadline(group.list_cell_timeout)
+        wait = cross_cell.call_wait(
+            group.list_cell_timeout,
+            request_deadline(group.list_cell_timeout))
         budgets = {uuid: gather.Budget(group.list_cell_timeout)
                    for uuid in todo}
         submit = _executor(max(len(todo), len(nova_context.CELLS or ()))
                            ).submit
         outcomes = calls.run(
             lambda guarded: gather.run_round(submit, guarded, budgets,
-                                             deadline), todo)
+                                             wait), todo)
         timed_out = set()
         for uuid, outcome in outcomes.items():
             if outcome.ok:

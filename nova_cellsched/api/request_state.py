@@ -25,6 +25,9 @@ reads it:
 * :attr:`RequestState.given_up`: the cells the listing gave up on, which
   nova-api's later ``scatter_gather_cells`` calls of the request (faults,
   block device mappings) do not wait for again;
+* :meth:`RequestState.cells_deadline`: the request's one deadline for
+  its waits on the listing's workers, shared by the listing and the
+  view's lookups;
 * :attr:`RequestState.timings`: what the ``Server-Timing`` header and the
   log line report (:mod:`.server_timing`).
 
@@ -52,6 +55,7 @@ that needs the state must be submitted with the request's context
 No nova import.
 """
 
+from collections.abc import Callable
 from collections.abc import Iterator
 import contextlib
 import contextvars
@@ -105,9 +109,19 @@ class RequestState:
     #: Server uuid -> nova CellMapping of the last listing this
     #: process's lister served in the request; None before one.
     listed: dict[str, Any] | None = None
-    #: Cell uuids the last listing of the request gave up on (timed
+    #: Cell uuids the request's listings and lookups gave up on (timed
     #: out); nova-api's later cell calls of the request skip them.
     given_up: frozenset[str] = frozenset()
+    #: The request's deadline for its waits on the workers (a
+    #: ``nova_cellsched.gather.Deadline``); None before its first call.
+    deadline: Any = None
+
+    def cells_deadline(self, start: Callable[[], Any]) -> Any:
+        """The request's deadline: :attr:`deadline`, made by *start* the
+        first time."""
+        if self.deadline is None:
+            self.deadline = start()
+        return self.deadline
 
 
 _STATE: contextvars.ContextVar[RequestState | None] = (

@@ -311,16 +311,30 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
 
     ({uuid: availability_zone}, {uuid: scheduler_hints}), each without
     the None values, as nova's ``_list_view`` builds them; the hints
-    only when *hints* (>= 2.100).
+    only when *hints* (>= 2.100). The API database's I/O ends within the
+    listing's I/O bound (``2 x [cellsched] list_cell_timeout``).
+
+    :raises nova_cellsched.api.guard.ConnectFailed, oslo_db.exception.
+        DBError: the API database did not answer within that bound.
     """
+    import nova.conf
     from nova import objects
+
+    # Imported here: the lister's module imports the release adapters,
+    # which import this module.
+    from nova_cellsched.api import guard
+    from nova_cellsched.api import instance_list
+    from nova_cellsched import conf as conf_mod
 
     zones: dict[str, Any] = {}
     sched_hints: dict[str, Any] = {}
     if not instance_uuids:
         return zones, sched_hints
     stub = objects.RequestSpec()
-    for spec_id, uuid, text in _spec_rows(context, instance_uuids):
+    timeout = nova.conf.CONF[conf_mod.GROUP_NAME].list_cell_timeout
+    with guard.io_timeout(instance_list.io_timeout(timeout)):
+        spec_rows = _spec_rows(context, instance_uuids)
+    for spec_id, uuid, text in spec_rows:
         try:
             zone, hint = _lean_fields(stub, text, hints)
             USED.count('request_specs')

@@ -28,14 +28,17 @@ are reached:
   :meth:`~CrossCellLister.key` and :meth:`~CrossCellLister.values_of`,
   and its :meth:`~CrossCellLister.span` for timings; the failed cells
   are kept in :attr:`CrossCellLister.failures`;
-* each cell's allowance (:attr:`CrossCellLister.budgets`, the time its
-  own queries ran, over every round) and each wait's deadline: the
-  marker's read and every round wait at most ``cell_timeout`` for their
-  cells, tasks still queued for a worker included
-  (:meth:`CrossCellLister.in_cells`). A cell given up on is not asked
-  again, so a cell frozen through the first round costs the listing one
-  ``cell_timeout``, and the healthy cells that must be asked again are
-  asked in a round of their own, not reported down.
+* the waits: each cell's own queries run at most ``cell_timeout`` in
+  all (:attr:`CrossCellLister.budgets`); the request waits for the
+  process's workers at most :data:`REQUEST_FACTOR` x ``cell_timeout``
+  in all (:attr:`CrossCellLister.deadline`), each call at most
+  ``cell_timeout`` of that (:meth:`CrossCellLister.in_cells`), and a
+  task still queued then runs at once on a thread of its own
+  (:func:`gather.run_round`). So a cell is down only when its own query
+  did not answer, and a request waits, beyond the time its answering
+  cells take, at most ``REQUEST_FACTOR x cell_timeout`` for the process
+  and ``cell_timeout`` for each cell that stops answering (once: it is
+  not asked again).
 
 The subclasses: ``nova_cellsched.listing.lister`` (``nova-cellsched
 list``: its own SQL, records) and ``nova_cellsched.api.instance_list``
@@ -59,6 +62,16 @@ from nova_cellsched.listing import sorting
 #: A call on one cell in a worker: (function, arguments).
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 
+#: A request waits for the process's workers at most this many
+#: ``cell_timeout`` in all.
+REQUEST_FACTOR = 2
+
+
+def request_deadline(cell_timeout: float | None) -> gather.Deadline:
+    """A new request's deadline for its waits on the workers (started)."""
+    return gather.Deadline(None if cell_timeout is None
+                           else REQUEST_FACTOR * cell_timeout)
+
 
 def marker_cell(context: Any, marker: str) -> Any:
     """The CellMapping of the marker instance, as both listers find it.
@@ -81,20 +94,39 @@ def marker_cell(context: Any, marker: str) -> Any:
     return im.cell_mapping
 
 
+def call_wait(cell_timeout: float | None,
+              deadline: gather.Deadline) -> gather.Deadline | None:
+    """One call's wait for the workers: ``cell_timeout`` or what is left.
+    """
+    if cell_timeout is None:
+        return None
+    left = deadline.remaining()
+    return gather.Deadline(cell_timeout if left is None
+                           else min(cell_timeout, left))
+
+
 class CrossCellLister(abc.ABC):
     """One listing across cells: the rounds here, the cells' access in hooks.
 
     :param context: the nova RequestContext the listing runs for.
     :param spec: the order the cells' rows are read and merged in.
-    :param cell_timeout: seconds each cell may take in all (None: no
-        bound); also how long each round waits for its cells.
+    :param cell_timeout: seconds each cell's queries may run in all,
+        and each call may wait for the workers (None: no bound).
+    :param deadline: the request's deadline (:func:`request_deadline`),
+        when the request makes other calls on the cells too; None: the
+        listing's own, from now.
     """
 
     def __init__(self, context: Any, spec: sorting.SortSpec,
-                 cell_timeout: float | None) -> None:
+                 cell_timeout: float | None,
+                 deadline: gather.Deadline | None = None) -> None:
         self.context = context
         self.spec = spec
         self.cell_timeout = cell_timeout
+        self._own_deadline = deadline is None
+        #: The request's waits for the workers end by then.
+        self.deadline = (request_deadline(cell_timeout) if deadline is None
+                         else deadline)
         #: Cell -> its allowance, charged only with its own work.
         self.budgets: dict[str, gather.Budget] = {}
         #: Cell -> the outcome of its first failed round.
@@ -133,7 +165,10 @@ class CrossCellLister(abc.ABC):
     # What every listing does the same way.
 
     def start(self, cells: Sequence[str]) -> None:
-        """The listing's clock starts: a budget per cell."""
+        """The listing's clock starts: a budget per cell (and its own
+        :attr:`deadline`, unless the request's was given)."""
+        if self._own_deadline:
+            self.deadline = request_deadline(self.cell_timeout)
         self.budgets.update(
             (cell, gather.Budget(self.cell_timeout)) for cell in cells)
 
@@ -150,15 +185,12 @@ class CrossCellLister(abc.ABC):
                  ) -> dict[str, gather.Outcome[Any]]:
         """``function(*args)`` per cell in the workers, within *budgets*.
 
-        And within ``cell_timeout`` from now, tasks still queued included
-        (this call's :class:`gather.Deadline`, see
-        :func:`gather.run_round`). One deadline per call, not one per
-        listing: a frozen cell that used up the first round's wait must
-        not leave the next round, which asks only cells that answered,
-        no time at all (they were reported down).
+        A task waits for a worker at most ``cell_timeout`` or what is left
+        of :attr:`deadline`, whichever is less; then it runs at once on
+        a thread of its own (:func:`gather.run_round`).
         """
         return gather.run_round(self.submit(), calls, budgets,
-                                gather.Deadline(self.cell_timeout))
+                                call_wait(self.cell_timeout, self.deadline))
 
     def page(self, cells: Sequence[str], after: Sequence[Any] | None,
              first: int, batch_size: int, limit: int | None,

@@ -22,6 +22,7 @@ are OS threads; :meth:`GatherTestCase.test_gather_tasks_run_concurrently`
 checks that too.
 """
 
+import collections
 import threading
 
 import futurist
@@ -432,21 +433,20 @@ class RunRoundGateTestCase(ExecutorTestCase):
         self.assertEqual(['A', 'B'], [f.result(SAFETY) for f in submitted])
 
 
-class RequestDeadlineTestCase(ExecutorTestCase):
-    """The request's deadline bounds the wait, queued tasks included.
+class QueuedTaskTestCase(ExecutorTestCase):
+    """A busy pool costs a round its wait, never a cell's answer.
 
     A pool whose workers are all held (by tasks of frozen cells of other
-    requests) must not make a request wait past its own deadline: the
-    tasks still queued then are reported timed out for this request and
-    never run their work.
+    requests) must not make a round wait for a worker past its wait, nor
+    report a healthy cell as not answering: a task still queued then is
+    run at once on a thread of its own, under its cell's budget.
     """
 
-    #: The request's deadline in these tests (long enough for a free
-    #: worker to answer on a loaded machine).
-    DEADLINE = 0.5
+    #: A round's wait for a worker in these tests.
+    WAIT = 0.3
     #: What the workers' holders are released after, if nothing else
-    #: releases them first: far past the deadline.
-    HELD = 3.0
+    #: releases them first: far past the wait.
+    HELD = 5.0
 
     def held_pool(self, workers, held):
         """A pool of *workers* threads, *held* of them blocked."""
@@ -472,109 +472,124 @@ class RequestDeadlineTestCase(ExecutorTestCase):
         """Wait until the pool ran (or skipped) everything queued now."""
         executor.submit(lambda: None).result(SAFETY)
 
-    def test_a_task_queued_past_the_request_deadline_is_timed_out(self):
-        """The only worker is held; the round gives up at its deadline.
-
-        The cell is timed out for this request, its budget exhausted, and
-        its function never runs, not even once the worker is free.
-        """
-        executor, frozen = self.held_pool(workers=1, held=1)
-        ran = []
-        budgets = {'c1': gather.Budget(self.DEADLINE)}
-        outcomes = gather.run_round(
-            executor.submit, {'c1': (ran.append, ('c1',))}, budgets,
-            gather.Deadline(self.DEADLINE))
-        # Returned before the worker was free: the wait did not depend on
-        # the pool.
-        self.assertFalse(frozen.is_set(), 'waited for the busy worker')
-        self.assertEqual(gather.TIMED_OUT, outcomes['c1'].status)
-        self.assertIsInstance(outcomes['c1'].error, gather.CellTimeout)
-        self.assertEqual(0.0, budgets['c1'].remaining())
-        frozen.set()
-        self.drain(executor)
-        self.assertEqual([], ran)
-
-    def test_a_running_task_is_timed_out_at_the_request_deadline(self):
-        """Its own budget is larger: the request's deadline still wins."""
-        hang = self.event()
-        outcomes = gather.run_round(self.executor.submit, {
-            'hung': (self.blocked_until(hang, []), ()),
-            'quick': (lambda: ['row'], ())},
-            {'hung': gather.Budget(SAFETY), 'quick': gather.Budget(SAFETY)},
-            gather.Deadline(self.DEADLINE))
-        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
-        self.assertEqual(['row'], outcomes['quick'].result)
-
-    def test_a_request_past_its_deadline_asks_no_cell(self):
-        """A further round after the deadline submits nothing."""
-        clock = FakeClock()
-        deadline = gather.Deadline(1.0, clock=clock)
-        clock.advance(1.0)
-        submitted = []
-
-        def submit(*args):
-            submitted.append(args)
-            return self.executor.submit(*args)
-
-        budgets = {'c1': gather.Budget(SAFETY)}
-        outcomes = gather.run_round(submit, {'c1': (list, ())}, budgets,
-                                    deadline)
-        self.assertEqual([], submitted)
-        self.assertEqual(gather.TIMED_OUT, outcomes['c1'].status)
-        self.assertEqual(0.0, budgets['c1'].remaining())
-
-    def test_without_a_request_deadline_a_queued_task_is_waited_for(self):
-        """No deadline: the budgets alone, which a queue does not charge.
-        """
-        executor, frozen = self.held_pool(workers=1, held=1)
-        timer = threading.Timer(self.DEADLINE * 2, frozen.set)
-        self.addCleanup(timer.cancel)
-        timer.start()
-        outcomes = gather.run_round(
-            executor.submit, {'c1': (lambda: ['row'], ())},
-            {'c1': gather.Budget(self.DEADLINE)})
-        self.assertEqual(['row'], outcomes['c1'].result)
-
-    @hypothesis.settings(max_examples=12, deadline=None)
-    @hypothesis.given(workers=st.integers(1, 4), held=st.integers(0, 4),
-                      cells=st.integers(1, 6))
-    def test_a_busy_pool_costs_at_most_the_deadline(self, workers, held,
-                                                    cells):
-        """Any pool, any load: the cells that ran answered, the rest are
-        timed out and never ran; the wait ended with the pool still held.
-
-        The pool has *workers* threads, *held* of them (at most all)
-        blocked for far longer than the deadline.
-        """
-        held = min(held, workers)
-        executor, frozen = self.held_pool(workers, held)
-        ran = set()
+    def counting(self):
+        """(a task answering [cell] that counts its runs, the counts)."""
+        ran = collections.Counter()
         lock = threading.Lock()
 
         def answer(cell):
             with lock:
-                ran.add(cell)
+                ran[cell] += 1
             return [cell]
 
+        return answer, ran
+
+    def test_a_task_queued_past_its_wait_runs_at_once_elsewhere(self):
+        """The only worker is held; the cell still answers, in time.
+
+        Its task runs once, on a thread of its own, and not again once
+        the worker is free; the round did not wait for the worker.
+        """
+        executor, frozen = self.held_pool(workers=1, held=1)
+        answer, ran = self.counting()
+        budgets = {'c1': gather.Budget(self.WAIT)}
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (answer, ('c1',))}, budgets,
+            gather.Deadline(self.WAIT))
+        self.assertFalse(frozen.is_set(), 'waited for the busy worker')
+        self.assertEqual(gather.OK, outcomes['c1'].status,
+                         outcomes['c1'].describe())
+        self.assertEqual(['c1'], outcomes['c1'].result)
+        self.assertGreater(budgets['c1'].remaining(), 0.0)
+        frozen.set()
+        self.drain(executor)
+        self.assertEqual({'c1': 1}, dict(ran))
+
+    def test_a_late_task_that_hangs_is_timed_out_at_its_budget(self):
+        """Run late, then hung: timed out when it ran its whole budget."""
+        executor, frozen = self.held_pool(workers=1, held=1)
+        hang = self.event()
+        budgets = {'hung': gather.Budget(self.WAIT)}
+        outcomes = gather.run_round(
+            executor.submit, {'hung': (self.blocked_until(hang, []), ())},
+            budgets, gather.Deadline(self.WAIT))
+        self.assertFalse(frozen.is_set(), 'waited for the busy worker')
+        self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
+        self.assertEqual(self.WAIT, outcomes['hung'].error.seconds)
+        self.assertEqual(0.0, budgets['hung'].remaining())
+
+    def test_a_running_task_is_waited_for_until_its_budget(self):
+        """A task that answers after the wait but within its budget is ok.
+        """
+        release = self.event()
+        timer = threading.Timer(self.WAIT * 2, release.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        outcomes = gather.run_round(self.executor.submit, {
+            'slow': (self.blocked_until(release, ['late row']), ()),
+            'quick': (lambda: ['row'], ())},
+            {'slow': gather.Budget(SAFETY), 'quick': gather.Budget(SAFETY)},
+            gather.Deadline(self.WAIT))
+        self.assertEqual(['late row'], outcomes['slow'].result)
+        self.assertEqual(['row'], outcomes['quick'].result)
+
+    def test_a_round_past_its_wait_still_asks_every_cell(self):
+        """A wait already over (the request used it up): cells still answer.
+        """
+        clock = FakeClock()
+        wait = gather.Deadline(1.0, clock=clock)
+        clock.advance(1.0)
+        executor, frozen = self.held_pool(workers=1, held=1)
+        answer, ran = self.counting()
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (answer, ('c1',)),
+                              'c2': (answer, ('c2',))},
+            {'c1': gather.Budget(SAFETY), 'c2': gather.Budget(SAFETY)},
+            wait)
+        self.assertFalse(frozen.is_set(), 'waited for the busy worker')
+        self.assertEqual({'c1': ['c1'], 'c2': ['c2']},
+                         {k: o.result for k, o in outcomes.items()})
+        frozen.set()
+        self.drain(executor)
+        self.assertEqual({'c1': 1, 'c2': 1}, dict(ran))
+
+    def test_without_a_wait_a_queued_task_is_waited_for(self):
+        """No wait: the queued task runs on the pool, when a worker frees.
+        """
+        executor, frozen = self.held_pool(workers=1, held=1)
+        timer = threading.Timer(self.WAIT * 2, frozen.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (lambda: ['row'], ())},
+            {'c1': gather.Budget(self.WAIT)})
+        self.assertEqual(['row'], outcomes['c1'].result)
+        self.assertTrue(frozen.is_set())
+
+    @hypothesis.settings(max_examples=12, deadline=None)
+    @hypothesis.given(workers=st.integers(1, 4), held=st.integers(0, 4),
+                      cells=st.integers(1, 6))
+    def test_a_busy_pool_never_costs_an_answer(self, workers, held, cells):
+        """Any pool, any load: every cell answers, each task runs once,
+        and the round ended with the pool still held.
+
+        The pool has *workers* threads, *held* of them (at most all)
+        blocked for far longer than the wait.
+        """
+        held = min(held, workers)
+        executor, frozen = self.held_pool(workers, held)
+        answer, ran = self.counting()
         keys = ['cell%d' % n for n in range(cells)]
         outcomes = gather.run_round(
             executor.submit, {key: (answer, (key,)) for key in keys},
-            {key: gather.Budget(self.DEADLINE) for key in keys},
-            gather.Deadline(self.DEADLINE))
+            {key: gather.Budget(SAFETY) for key in keys},
+            gather.Deadline(self.WAIT))
         self.assertFalse(frozen.is_set(), 'waited for the busy workers')
+        self.assertEqual({key: [key] for key in keys},
+                         {k: o.result for k, o in outcomes.items()})
         frozen.set()
         self.drain(executor)
-        with lock:
-            answered = {key for key, outcome in outcomes.items()
-                        if outcome.ok}
-            self.assertEqual(answered, ran)
-        for key in set(keys) - answered:
-            self.assertEqual(gather.TIMED_OUT, outcomes[key].status)
-        if held < workers:
-            # A free worker answers every cell well within the deadline.
-            self.assertEqual(set(keys), answered)
-        else:
-            self.assertEqual(set(), answered)
+        self.assertEqual(dict.fromkeys(keys, 1), dict(ran))
 
 
 class RefetchSizesTestCase(base.BaseTestCase):

@@ -78,8 +78,11 @@ class TestExecutor(test.NoDBTestCase):
                    group='cellsched')
         executor = instance_list._executor(4)
         self.assertEqual(8, executor._max_workers)
-        self.assertIn('set list_max_workers to 24',
+        self.assertIn('Set list_max_workers to 24',
                       self.stdlog.logger.output)
+        # A pool too small costs time, not rows: not a warning.
+        self.assertNotIn('WARNING [nova_cellsched',
+                         self.stdlog.logger.output)
 
     def test_a_pool_for_the_load_is_not_capped(self):
         self.uwsgi(b'2')
