@@ -25,6 +25,12 @@ from nova_cellsched import exception
 from nova_cellsched.listing.timing import natural_key
 
 
+#: Seconds the commands give a database to connect and to answer each
+#: read: the nova API database (:func:`nova_cellsched.cmd.nova_setup.
+#: load_config`), and ``check``'s ``SELECT 1`` on each cell it uses.
+DATABASE_TIMEOUT = 5
+
+
 def cell_order(cell_mappings: Iterable[Any]) -> list[Any]:
     """*cell_mappings* in the order the commands show cells.
 

@@ -277,7 +277,7 @@ class Check(CellschedCommandMixin, lister.Lister):
 
 
 #: Seconds ``check`` gives a cell database to answer ``SELECT 1``.
-CELL_PROBE_TIMEOUT = 5.0
+CELL_PROBE_TIMEOUT = float(base.DATABASE_TIMEOUT)
 
 
 def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT

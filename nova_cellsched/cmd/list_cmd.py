@@ -348,8 +348,7 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
                 limit=parse_limit(parsed_args.limit),
                 marker=parsed_args.marker, fields=fields)
         except nova_setup.DB_ERRORS as exc:
-            raise exception.ApiDatabaseUnreachable(
-                nova_setup.masked_api_url(), exc) from exc
+            raise nova_setup.api_database_error(exc) from exc
         self._report(result, parsed_args)
         if not result.instances:
             self.app.stderr.write('No instance matched.\n')

@@ -19,6 +19,7 @@ pay for importing nova.
 import glob
 import os
 from typing import Any
+import urllib.parse
 
 import nova.conf
 from nova.db.api import api as api_db_api
@@ -31,6 +32,7 @@ from sqlalchemy.engine import url as sa_url
 from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import cells
+from nova_cellsched.cmd import base
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 
@@ -87,8 +89,89 @@ def load_config(args: list[str]) -> cfg.ConfigOpts:
                'files (none found)'))
     check_sqlite_file(CONF.api_database.connection)
     check_driver(CONF.api_database.connection, '[api_database] connection')
+    parameters = bounded_parameters(
+        CONF.api_database.connection,
+        CONF.api_database.connection_parameters, base.DATABASE_TIMEOUT)
+    global _API_BOUND
+    _API_BOUND = parameters is not None and 'connect_timeout=%d' % (
+        base.DATABASE_TIMEOUT) in parameters.split('&')
+    if parameters is not None:
+        CONF.set_override('connection_parameters', parameters,
+                          group='api_database')
     api_db_api.configure(CONF)
     return CONF
+
+
+#: Driver -> the URL parameters that bound its connect, handshake
+#: included. PyMySQL reads the server's greeting with its read timeout
+#: (none by default: a server that accepts and never speaks held the
+#: command forever); mysqlclient and libpq bound the handshake with
+#: their connect timeout.
+_BOUND_PARAMETERS = {
+    'pymysql': ('connect_timeout', 'read_timeout'),
+    'mysqldb': ('connect_timeout',),
+    'psycopg2': ('connect_timeout',),
+    'psycopg': ('connect_timeout',),
+}
+
+
+def bounded_parameters(url: str, parameters: str | None,
+                       seconds: int) -> str | None:
+    """*parameters* with the driver's timeouts of *url* at *seconds*.
+
+    oslo.db appends ``[api_database] connection_parameters`` to the
+    URL's query. A timeout the URL or *parameters* already set is the
+    operator's and is kept; PyMySQL's default connect timeout is 10 s
+    and its read timeout none. None when nothing is added (SQLite, a
+    driver not listed, every timeout set).
+    """
+    try:
+        parsed = sa_url.make_url(url)
+    except (sa_exc.ArgumentError, ValueError):
+        return None
+    backend, _, driver = parsed.drivername.partition('+')
+    driver = driver or {'mysql': 'mysqldb', 'mariadb': 'mysqldb',
+                        'postgresql': 'psycopg2'}.get(backend, '')
+    given = set(parsed.query) | set(
+        urllib.parse.parse_qs(parameters or '', keep_blank_values=True))
+    missing = [name for name in _BOUND_PARAMETERS.get(driver, ())
+               if name not in given]
+    if not missing:
+        return None
+    added = urllib.parse.urlencode([(name, seconds) for name in missing])
+    return '%s&%s' % (parameters, added) if parameters else added
+
+
+#: Whether the API database's connect is bounded by ours
+#: (:data:`.base.DATABASE_TIMEOUT`), not by the operator's timeout.
+_API_BOUND = False
+
+
+class ApiDatabaseTimedOut(exception.ApiDatabaseUnreachable):
+    """The nova API database did not answer within the commands' bound."""
+
+    template = ('cannot read the nova API database at %%s: no answer '
+                'within %d seconds (%%s); check [api_database] connection '
+                'in the nova.conf given with --config-file and that the '
+                'database server is running and reachable from here (a '
+                'connect_timeout or read_timeout in the URL or in '
+                '[api_database] connection_parameters sets another bound)'
+                % base.DATABASE_TIMEOUT)
+
+
+def api_database_error(exc: BaseException
+                       ) -> exception.ApiDatabaseUnreachable:
+    """The error line for the API database's failure *exc*.
+
+    :class:`ApiDatabaseTimedOut` when the driver says it timed out
+    under the commands' bound, which names it; else
+    :class:`ApiDatabaseUnreachable`.
+    """
+    reason = exception.driver_reason(exc)
+    if _API_BOUND and ('timed out' in reason or
+                       'timeout expired' in reason):
+        return ApiDatabaseTimedOut(masked_api_url(), exc)
+    return exception.ApiDatabaseUnreachable(masked_api_url(), exc)
 
 
 def check_driver(url: str, option: str) -> None:
@@ -212,5 +295,4 @@ def cell_mappings() -> list[Any]:
     try:
         return cells.load_cell_mappings()
     except DB_ERRORS as exc:
-        raise exception.ApiDatabaseUnreachable(masked_api_url(),
-                                               exc) from exc
+        raise api_database_error(exc) from exc

@@ -21,9 +21,11 @@ missing (mysqlclient, not in the test requirements). Databases that do
 not answer are loopback ports (no traffic leaves the host).
 """
 
+import concurrent.futures
 import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -71,6 +73,32 @@ def write_conf(directory, name, api_url, cells_default='',
                      'cells_projects = %s\n%s' % (
                          api_url, cells_default, cells_projects, extra))
     return path
+
+
+def silent_port(test, accept_queue_full):
+    """A loopback port whose server never speaks; closed at cleanup.
+
+    With *accept_queue_full*, its queue of accepted connections is full,
+    so the kernel drops further handshakes and a connect stalls, as to
+    an unroutable address; else the connect completes and the database
+    handshake waits for a greeting that never comes.
+    """
+    server = socket.socket()
+    test.addCleanup(server.close)
+    server.bind(('127.0.0.1', 0))
+    server.listen(0 if accept_queue_full else 8)
+    port = server.getsockname()[1]
+    if accept_queue_full:
+        for _ in range(3):
+            filler = socket.socket()
+            test.addCleanup(filler.close)
+            filler.setblocking(False)
+            try:
+                filler.connect(('127.0.0.1', port))
+            except BlockingIOError:
+                pass
+        time.sleep(0.2)
+    return port
 
 
 class OperatorPathTest(testtools.TestCase):
@@ -155,3 +183,52 @@ class OperatorPathTest(testtools.TestCase):
                           'mysql://nova@127.0.0.1:1/nova_api')
         self.assertOneErrorLine(2, run('--config-file', conf, 'list'),
                                 '-m pip install mysqlclient')
+
+    # Item 5: a database that does not answer costs the commands' bound.
+
+    def test_api_database_that_never_answers_fails_within_the_bound(self):
+        """5 s for the connect and its handshake, then one line, exit 3.
+
+        PyMySQL waited 10 s for a connect (an unroutable address) and
+        without end for the greeting of a server that accepts and never
+        speaks; libpq without end for either.
+        """
+        cases = []
+        for queue_full in (True, False):
+            port = silent_port(self, queue_full)
+            for scheme in ('mysql+pymysql', 'postgresql'):
+                cases.append('%s://nova:pw@127.0.0.1:%d/nova_api'
+                             % (scheme, port))
+        runs = []
+        for n, url in enumerate(cases):
+            conf = write_conf(self.tmp, 'silent%d.conf' % n, url, 'cell1')
+            runs += [(url, ['--config-file', conf, command])
+                     for command in ('list', 'check')]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            results = list(pool.map(
+                lambda args: run(*args, timeout=60),
+                [args for _url, args in runs]))
+        for (url, _args), result in zip(runs, results):
+            self.assertEqual(3, result[0], (url, result))
+            error = [line for line in result[2].splitlines()
+                     if line.startswith('nova-cellsched: error:')]
+            self.assertEqual(1, len(error), (url, result))
+            self.assertIn('cannot read the nova API database at %s: '
+                          'no answer within 5 seconds' % url.replace(
+                              ':pw@', ':***@'), error[0])
+            self.assertNotIn('Traceback', result[2])
+            # The bound plus start-up, with a generous margin.
+            self.assertLess(result[3], 30, (url, result))
+
+    def test_operators_timeout_is_kept(self):
+        """A connect_timeout the operator set is the one used."""
+        port = silent_port(self, True)
+        conf = write_conf(
+            self.tmp, 'own.conf',
+            'mysql+pymysql://nova@127.0.0.1:%d/nova_api' % port, 'cell1',
+            extra='[api_database]\nconnection_parameters = '
+                  'connect_timeout=1&read_timeout=1\n')
+        code, _out, err, _seconds = run('--config-file', conf, 'check')
+        self.assertEqual(3, code, err)
+        self.assertIn('(timed out)', err)
+        self.assertNotIn('within 5 seconds', err)

@@ -99,6 +99,8 @@ class CellOrderTestCase(base.BaseTestCase):
     def mappings(self):
         from nova import objects
 
+        # Run alone, no other test registered nova's objects.
+        objects.register_all()
         return [objects.CellMapping(
             uuid='%08d-0000-4000-8000-000000000000' % (9 - i), name=name)
             for i, name in enumerate(self.NAMES)]
@@ -123,3 +125,31 @@ class CellOrderTestCase(base.BaseTestCase):
         listed = re.findall(r'(cell[\w-]*) \([0-9a-f-]{36}\)', str(error))
         self.assertEqual(['cell0', 'cell1', 'cell2', 'cell2', 'cell10',
                           'cell-a'], listed, str(error))
+
+
+class BoundedParametersTestCase(base.BaseTestCase):
+    """The API database's driver timeouts the commands add, and keep."""
+
+    def bounded(self, url, parameters=None):
+        from nova_cellsched.cmd import nova_setup
+
+        return nova_setup.bounded_parameters(url, parameters, 5)
+
+    def test_each_driver_gets_its_bound(self):
+        self.assertEqual('connect_timeout=5&read_timeout=5',
+                         self.bounded('mysql+pymysql://u@h/nova_api'))
+        for url in ('mysql://u@h/nova_api', 'postgresql://u@h/nova_api',
+                    'postgresql+psycopg2://u@h/nova_api'):
+            self.assertEqual('connect_timeout=5', self.bounded(url), url)
+        self.assertIsNone(self.bounded('sqlite:////tmp/nova_api.db'))
+
+    def test_the_operators_timeouts_are_kept(self):
+        self.assertEqual(
+            'charset=utf8&read_timeout=5',
+            self.bounded('mysql+pymysql://u@h/nova_api?connect_timeout=20',
+                         'charset=utf8'))
+        self.assertIsNone(self.bounded(
+            'mysql+pymysql://u@h/nova_api',
+            'connect_timeout=20&read_timeout=30'))
+        self.assertIsNone(self.bounded('postgresql://u@h/x',
+                                       'connect_timeout=20'))
