@@ -39,6 +39,7 @@ Exit codes (each command's are in doc/source/cli/nova-cellsched.rst):
        projects without a usable cell, cell aggregates out of sync,
        a server-list pipeline of ``--api-paste`` without the filter,
        a nova the filter refuses, a ``--selftest`` difference, ...);
+       ``explain`` found such names among the project's cells;
        ``sync-aggregates`` failed for some cells or providers
        (listed); ``list`` lost cells (failed or timed out: the rest is
        printed, or nothing with ``[api]
@@ -433,7 +434,13 @@ def _nova_version() -> str:
 
 
 class Explain(CellschedCommandMixin, lister.Lister):
-    """Show which cells a new server of a project may use, and why."""
+    """Show which cells a new server of a project may use, and why.
+
+    A cell the options name for the project that matches no cell
+    mapping, or several, is a row of its own and a ``problem:`` line on
+    stderr, and makes the exit code 1, as do the other problems of the
+    project's cells (cell0 named, a cell disabled in nova).
+    """
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -448,13 +455,21 @@ class Explain(CellschedCommandMixin, lister.Lister):
             raise exception.InvalidListRequest(
                 'project', project, 'a project id, e.g. --project '
                 '$(openstack project show -f value -c id NAME)')
-        _mapping, cell_mappings, policy = _load_state()
+        mapping, cell_mappings, policy = _load_state()
         allowed = policy.allowed_cells(project)
         dedicated = policy.is_dedicated(project)
         rows = []
         for cm in base.cell_order(cell_mappings):
             ok, why = _explain_cell(policy, project, cm, allowed, dedicated)
             rows.append((cm.name or '', cm.uuid, 'yes' if ok else 'no', why))
+        problems = project_problems(mapping, policy, project)
+        for problem in problems:
+            self.app.stderr.write('problem: %s\n' % problem)
+            if problem.kind in (policy_mod.ProblemKind.UNKNOWN,
+                                policy_mod.ProblemKind.AMBIGUOUS):
+                rows.append((problem.ref, '', 'no', '%s: %s' % (
+                    problem.kind.value, problem.detail)))
+        self._problems = len(problems)
         if allowed is not None and not allowed:
             self.app.stderr.write(
                 'project %s may use no cell: its new servers fail with '
@@ -463,6 +478,37 @@ class Explain(CellschedCommandMixin, lister.Lister):
         aggregates_cmd.explain_aggregates(nova_setup.conf(), allowed,
                                           self.app.stderr, policy, project)
         return EXPLAIN_COLUMNS, rows
+
+    def run(self, parsed_args: argparse.Namespace) -> int:
+        self._problems = 0
+        result = super().run(parsed_args)
+        return result or (1 if self._problems else 0)
+
+
+def project_problems(mapping: mapping_mod.CellsMapping,
+                     policy: policy_mod.Policy,
+                     project: str) -> list[policy_mod.Problem]:
+    """The problems of *policy* that decide *project*'s cells.
+
+    Those of the references that apply to it (its ``cells_projects``
+    entries if it has any, else ``cells_default``): unknown, ambiguous,
+    cell0, disabled in nova; and its having no usable cell among its
+    dedicated ones. In *policy*'s order.
+    """
+    key = mapping_mod.normalize_project_id(project)
+    if policy.is_dedicated(project):
+        refs = {ref for ref, projects in mapping.projects
+                if key in projects}
+    else:
+        refs = set(mapping.default)
+    kinds = (policy_mod.ProblemKind.UNKNOWN,
+             policy_mod.ProblemKind.AMBIGUOUS,
+             policy_mod.ProblemKind.CELL0,
+             policy_mod.ProblemKind.DISABLED_IN_NOVA)
+    return [p for p in policy.problems
+            if (p.kind in kinds and p.ref in refs) or
+            (p.kind is policy_mod.ProblemKind.NO_CELLS_FOR_PROJECT and
+             p.ref == key)]
 
 
 def _explain_cell(policy: policy_mod.Policy, project: str, cm: Any,

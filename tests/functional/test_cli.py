@@ -314,11 +314,14 @@ class CheckExplainCliTest(CliTestCase):
                       [r['Role'] for r in by_cell['nosuchcell']])
         self.assertIn('***', check.out)
 
-        self.assertExit(0, explain)
+        # explain names the unknown cell that leaves the project none.
+        self.assertExit(1, explain)
         answers = {r['Cell']: r['New servers'] for r in explain.json()}
         self.assertEqual({'no'}, set(answers.values()))
         self.assertIn('secret', answers)
+        self.assertIn('nosuchcell', answers)
         self.assertIn('project %s may use no cell' % lost, explain.err)
+        self.assertIn("problem: unknown cell 'nosuchcell'", explain.err)
 
         self.assertExit(1, listed)
         self.assertEqual(self.all_live(),

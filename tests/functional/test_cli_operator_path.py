@@ -23,6 +23,7 @@ not answer are loopback ports (no traffic leaves the host).
 
 import concurrent.futures
 import importlib.util
+import json
 import os
 import shutil
 import socket
@@ -232,3 +233,45 @@ class OperatorPathTest(testtools.TestCase):
         self.assertEqual(3, code, err)
         self.assertIn('(timed out)', err)
         self.assertNotIn('within 5 seconds', err)
+
+    # Item 6: explain names the cells that do not resolve.
+
+    def test_explain_names_unknown_cells(self):
+        conf = write_conf(self.tmp, 'typos.conf', self.api_url,
+                          'cell1,cel2', 'cell99:P')
+        code, out, err, _s = run('--config-file', conf, 'explain',
+                                 '--project', 'P', '-f', 'json')
+        self.assertEqual(1, code, err)
+        problems = [line for line in err.splitlines()
+                    if line.startswith('problem: ')]
+        self.assertEqual(2, len(problems), err)
+        self.assertIn("problem: unknown cell 'cell99': named in "
+                      'cells_projects but no cell mapping has this name',
+                      problems[0])
+        self.assertIn("problem: project has no usable cell 'P'", problems[1])
+        self.assertIn('project P may use no cell', err)
+        self.assertNotIn('cel2', err)
+        rows = {r['Cell']: r for r in json.loads(out)}
+        self.assertEqual(('', 'no'), (rows['cell99']['UUID'],
+                                      rows['cell99']['New servers']))
+        self.assertIn('unknown cell', rows['cell99']['Why'])
+        self.assertEqual({'no'}, {r['New servers'] for r in rows.values()})
+
+        # An unmapped project gets cell1; cel2 is named all the same.
+        code, out, err, _s = run('--config-file', conf, 'explain',
+                                 '--project', 'Q', '-f', 'json')
+        self.assertEqual(1, code, err)
+        self.assertIn("problem: unknown cell 'cel2': named in "
+                      'cells_default', err)
+        self.assertNotIn('cell99', err)
+        rows = {r['Cell']: r['New servers'] for r in json.loads(out)}
+        self.assertEqual('yes', rows['cell1'])
+        self.assertEqual('no', rows['cel2'])
+
+        # Options without problems for the project: exit 0, as before.
+        code, _out, err, _s = run(
+            '--config-file', write_conf(self.tmp, 'ok.conf', self.api_url,
+                                        'cell1', 'cell99:P'),
+            'explain', '--project', 'Q')
+        self.assertEqual(0, code, err)
+        self.assertNotIn('problem', err)
