@@ -24,6 +24,8 @@ written (the config path pointed at a demo world), and every
 that world.
 """
 
+import decimal
+import json
 import os
 import re
 import shlex
@@ -330,6 +332,95 @@ class GuideTest(base.BaseTestCase):
             'admin/scheduling',
             'INFO nova_cellsched.scheduler.request_filter [-] ')
         self.assertEqual(logs.output.strip(), quoted)
+
+
+def supported_releases():
+    """{major: 'X.Y.Z'} from the install guide's matrix of releases.
+
+    The one place support is stated: its header names the series, its
+    first row the point release each is tested on.
+    """
+    text = read_guide('install/index')
+    table = text.split('Supported nova releases\n')[1].split('.. [#')[0]
+    majors = [int(m) for m in re.findall(r'- nova (\d+)\.x,', table)]
+    first_row = table.split('* - ``ProjectCellFilter``')[1].split('* -')[0]
+    points = re.findall(r'yes \((\d+\.\d+\.\d+)\)', first_row)
+    return dict(zip(majors, points))
+
+
+def results(name):
+    with open(os.path.join(TOP, 'benchmarks', 'results', name)) as handle:
+        return json.load(handle)
+
+
+def one_decimal(ratio):
+    """*ratio* to one decimal, a half rounded up (3.25: 3.3)."""
+    return str(decimal.Decimal(str(ratio)).quantize(
+        decimal.Decimal('0.1'), rounding=decimal.ROUND_HALF_UP))
+
+
+class ClaimsTest(base.BaseTestCase):
+    """What README.rst and the guide say of support and speed is what the
+    matrix and the benchmark results say, release by release."""
+
+    def setUp(self):
+        super().setUp()
+        self.readme = ' '.join(read_readme().split())
+
+    def test_the_matrix_names_each_release_tested(self):
+        releases = supported_releases()
+        self.assertEqual([31, 32, 33, 34], sorted(releases))
+        for major, point in releases.items():
+            with open(os.path.join(TOP, 'tools', 'releases',
+                                   'nova%d.txt' % major)) as handle:
+                self.assertIn('nova==%s\n' % point, handle.read())
+        with open(os.path.join(TOP, 'test-requirements.txt')) as handle:
+            self.assertIn('nova==%s ' % releases[34], handle.read())
+
+    def test_readme_and_guide_name_the_matrix_range(self):
+        releases = supported_releases()
+        span = 'nova %d.x (2025.1) to %d.x (2026.2)' % (min(releases),
+                                                       max(releases))
+        self.assertIn(span, self.readme)
+        self.assertIn(span, ' '.join(read_guide('index').split()))
+
+    def test_no_page_claims_less_support_than_the_matrix(self):
+        stale = ('so far', 'exact nova release', '(nova 34.x)',
+                 'refuses to install', 'refuses any nova')
+        texts = {'README.rst': self.readme}
+        for page in ('index', 'install/index', 'admin/nova-api'):
+            texts[page] = ' '.join(read_guide(page).split())
+        with open(os.path.join(TOP, 'test-requirements.txt')) as handle:
+            texts['test-requirements.txt'] = ' '.join(handle.read().split())
+        for name, text in texts.items():
+            for phrase in stale:
+                self.assertNotIn(phrase, text, name)
+
+    def test_end_to_end_speed_is_each_releases_results(self):
+        """"A to B on nova NN" for each release: its results' range."""
+        for major in supported_releases():
+            ratios = [point['ratio'] for point in
+                      results('api_e2e_nova%d.json' % major)['points']]
+            claim = '%s to %s' % (one_decimal(min(ratios)),
+                                  one_decimal(max(ratios)))
+            said = re.search(r'([\d.]+ to [\d.]+)(?: times)? on (?:nova )?%d\b'
+                             % major, self.readme)
+            self.assertIsNotNone(said, 'no figure for nova %d' % major)
+            self.assertEqual(claim, said.group(1), 'nova %d' % major)
+
+    def test_listing_speed_is_the_listing_results(self):
+        """10 to 50 cells of 1,000, PyMySQL, pages of 1,000, nova 34."""
+        found = results('listing.json')
+        ratios = [point['nova_over_ours'] for point in found['points']
+                  if point['limit'] == 1000 and point['cells'] in (10, 50)
+                  and point['driver'] == 'pymysql' and not point['deleted']
+                  and not point['marker']]
+        self.assertEqual(2, len(ratios))
+        claim = '%d to %d times less time' % (round(min(ratios)),
+                                              round(max(ratios)))
+        self.assertIn(claim, self.readme)
+        self.assertIn('on nova %d' % int(found['nova'].split('.')[0]),
+                      self.readme)
 
 
 class ReadmeCommandsTest(base.BaseTestCase):
