@@ -19,8 +19,10 @@ each cell's database says with the aggregate members placement has;
 :func:`per_provider` groups the changes into one aggregate update per
 provider, and :func:`updated` computes that update without touching any
 aggregate that is not a cell's. :func:`plan` holds the changes of a cell
-whose database would empty its aggregate, or remove more than a share of
-it (a cell mapping pointed at a wrong, empty or restored database).
+whose database would empty its aggregate, or take more than a share of
+it out, whether the members vanish or move to another cell (a cell
+mapping pointed at a wrong, empty or restored database, or two mappings
+pointed at each other's databases).
 """
 
 import dataclasses
@@ -79,10 +81,14 @@ class Held:
     """A cell whose changes a sync does not make (the removal guard).
 
     :ivar cell: cell mapping uuid.
-    :ivar removals: members the cell database no longer lists.
+    :ivar removals: members the sync would take out of the cell's
+        aggregate: gone from every cell database read, or moved (another
+        cell's database lists them).
     :ivar members: members the cell's aggregate has now.
     :ivar nodes: compute nodes the cell database lists.
     :ivar max_removal: the share the guard allowed.
+    :ivar moved: cell uuid -> how many of the removals that cell's
+        database lists (the cells they would move to).
     """
 
     cell: str
@@ -90,53 +96,82 @@ class Held:
     members: int
     nodes: int
     max_removal: float
+    moved: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
-    def reason(self, label: str) -> str:
-        """Why the cell is held and what to do, for logs and ``check``."""
+    def reason(self, label: str,
+               labels: Mapping[str, str] | None = None) -> str:
+        """Why the cell is held and what to do, for logs and ``check``.
+
+        :param label: the held cell's ``name (uuid)``.
+        :param labels: cell uuid -> ``name (uuid)`` of the cells the
+            members would move to.
+        """
+        labels = labels or {}
         what = ('every one' if self.removals == self.members else
                 'more than %g%%' % (self.max_removal * 100))
+        gone = self.removals - sum(self.moved.values())
+        where = ['%d of them to cell %s, whose database lists them'
+                 % (count, labels.get(cell, cell))
+                 for cell, count in sorted(self.moved.items())]
+        if gone:
+            where.append('%d of them listed by no cell database' % gone)
         return ('the sync would remove %d of the %d members of the placement '
-                'aggregate of cell %s (%s; its database lists %d compute '
-                'node(s), and no other cell\'s lists the ones removed), so '
-                'nothing is changed in that aggregate: a cell mapping '
-                'pointed at a wrong, empty or restored database looks like '
-                'this; check the cell\'s database connection ("nova-manage '
-                'cell_v2 list_cells --verbose"), then run "nova-cellsched '
-                'sync-aggregates --force --cell %s" if these nodes are '
-                'really gone ([cellsched] aggregate_sync_max_removal = %g)'
-                % (self.removals, self.members, label, what, self.nodes,
-                   self.cell, self.max_removal))
+                'aggregate of cell %s (%s: %s; its own database lists %d '
+                'compute node(s)), so nothing is changed in that aggregate: '
+                'expected at most %g%% of a cell\'s members to leave it in '
+                'one sync, and never every one ([cellsched] '
+                'aggregate_sync_max_removal = %g). A cell mapping pointed at '
+                'a wrong, empty or restored database, or two cell mappings '
+                'pointed at each other\'s databases, looks like this: check '
+                'the database_connection of the cell mappings ("nova-manage '
+                'cell_v2 list_cells --verbose"); if these nodes really left '
+                'the cell, run "nova-cellsched sync-aggregates --force --cell '
+                '%s"'
+                % (self.removals, self.members, label, what,
+                   ', '.join(where), self.nodes, self.max_removal * 100,
+                   self.max_removal, self.cell))
 
 
 def held(nodes: Mapping[str, Set[str]], members: Mapping[str, Set[str]],
          max_removal: float = MAX_REMOVAL,
          cells: Set[str] | None = None) -> dict[str, Held]:
-    """The cells whose sync would remove too much of their aggregate.
+    """The cells whose sync would take too much out of their aggregate.
 
-    Counted are the members to remove that no cell read lists as a
-    compute node (gone from the databases, not moved: a provider the
-    database of another cell lists is known to have moved there). A cell
-    is held when they are every member of its (non-empty) aggregate, or
-    more than *max_removal* (a share, 0 to 1) of them; every member is
-    held whatever *max_removal*.
+    Counted are the members the sync would take out of a cell's
+    aggregate: those no cell read lists as a compute node (gone) and
+    those the database of another cell lists (moved there) alike. Two
+    cell mappings pointed at each other's databases move every member
+    of both aggregates to the other cell; a mapping pointed at a wrong or
+    empty database makes them vanish. A cell is held when they are every
+    member of its (non-empty) aggregate, or more than *max_removal* (a
+    share, 0 to 1) of them; every member is held whatever *max_removal*.
 
     :param nodes: cell uuid -> compute node uuids, for the cells read.
     :param members: cell uuid -> providers in that cell's aggregate now.
     :param cells: the cells to decide for (default: every cell in
-        *nodes*); the others' nodes still count as "moved there".
+        *nodes*); the others' nodes still tell where a member moves.
     :returns: cell uuid -> why it is held, for the held cells only.
     """
     found: dict[str, Held] = {}
-    listed = frozenset().union(*nodes.values()) if nodes else frozenset()
+    home: dict[str, str] = {}
+    for cell, listed in nodes.items():
+        for node in listed:
+            home.setdefault(node, cell)
     for cell, wanted in nodes.items():
         if cells is not None and cell not in cells:
             continue
         present = members.get(cell, frozenset())
-        removals = len(present - wanted - listed)
+        leaving = present - wanted
+        removals = len(leaving)
         if removals and (removals == len(present) or
                          removals > max_removal * len(present)):
+            moved: dict[str, int] = {}
+            for provider in leaving:
+                other = home.get(provider)
+                if other is not None:
+                    moved[other] = moved.get(other, 0) + 1
             found[cell] = Held(cell, removals, len(present), len(wanted),
-                               max_removal)
+                               max_removal, moved)
     return found
 
 
@@ -254,7 +289,7 @@ def problems(nodes: Mapping[str, Set[str]],
         compute node of.
     """
     stopped = held(nodes, members, max_removal)
-    found_held = [stopped[cell].reason(labels.get(cell, cell))
+    found_held = [stopped[cell].reason(labels.get(cell, cell), labels)
                   for cell in sorted(stopped)]
     return found_held + _problems(nodes, members, labels, created_at, now,
                                   skip=frozenset(stopped))

@@ -190,9 +190,11 @@ class RemovalGuardTest(base.BaseTestCase):
                                          held.nodes))
         reason = held.reason('cell1 (c1)')
         self.assertIn('the sync would remove 200 of the 200 members of the '
-                      'placement aggregate of cell cell1 (c1) (every one; '
-                      "its database lists 0 compute node(s), and no other "
-                      "cell's lists the ones removed)", reason)
+                      'placement aggregate of cell cell1 (c1) (every one: '
+                      '200 of them listed by no cell database; its own '
+                      'database lists 0 compute node(s))', reason)
+        self.assertIn('expected at most 50% of a cell\'s members to leave '
+                      'it in one sync', reason)
         self.assertIn('"nova-cellsched sync-aggregates --force --cell c1"',
                       reason)
 
@@ -211,7 +213,7 @@ class RemovalGuardTest(base.BaseTestCase):
         self.assertEqual(2, len(half.changes))
         more = aggregates.plan({'c1': frozenset('a')}, members)
         self.assertEqual('more than 50%', more.held['c1'].reason('c1')
-                         .split('(', 1)[1].split(';')[0])
+                         .split('(', 1)[1].split(':')[0])
         self.assertEqual([], more.changes)
         allowed = aggregates.plan({'c1': frozenset('a')}, members,
                                   max_removal=0.75)
@@ -220,25 +222,67 @@ class RemovalGuardTest(base.BaseTestCase):
                                max_removal=0.0)
         self.assertEqual({'c1'}, set(none.held))
 
-    def test_members_moved_to_another_cell_are_not_held(self):
-        """A stray of another cell (read) in a cell's aggregate, or a
-        whole aggregate's nodes moved to another cell: the sync moves
-        them; it counts only the members no cell database lists.
+    def test_members_moved_to_another_cell_count_like_removals(self):
+        """A member another cell's database lists moves there: within the
+        share the sync moves it; past it, or every member, the cell is
+        held like for members gone, the message naming where they go.
         """
         stray = aggregates.plan({'c1': {'a', 'b'}, 'c2': {'s'}},
-                                {'c1': {'s'}})
+                                {'c1': {'a', 'b', 's'}})
         self.assertEqual({}, stray.held)
         self.assertIn(Change('c1', 's', Action.REMOVE), stray.changes)
         moved = aggregates.plan({'c1': frozenset(), 'c2': {'p', 'q'}},
                                 {'c1': {'p', 'q'}, 'c2': {'p', 'q'}})
-        self.assertEqual({}, moved.held)
-        self.assertEqual(2, len(moved.changes))
+        self.assertEqual({'c1'}, set(moved.held))
+        self.assertEqual({'c2': 2}, dict(moved.held['c1'].moved))
+        self.assertEqual([], moved.changes)
+        mixed = aggregates.plan({'c1': {'a'}, 'c2': {'p'}},
+                                {'c1': {'a', 'p', 'x', 'y'}})
+        self.assertIn('(more than 50%: 1 of them to cell cell2 (c2), whose '
+                      'database lists them, 2 of them listed by no cell '
+                      'database; its own database lists 1 compute node(s))',
+                      mixed.held['c1'].reason('cell1 (c1)',
+                                              {'c2': 'cell2 (c2)'}))
         # Only c1's changes, c2 read: the stray is still known to be c2's.
-        one = aggregates.plan({'c1': {'a'}, 'c2': {'s'}},
-                              {'c1': {'s'}, 'c2': set()}, cells={'c1'})
-        self.assertEqual(
-            [Change('c1', 'a', Action.ADD), Change('c1', 's', Action.REMOVE)],
-            one.changes)
+        one = aggregates.plan({'c1': {'a', 'b'}, 'c2': {'s'}},
+                              {'c1': {'a', 's', 'b'}, 'c2': set()},
+                              cells={'c1'})
+        self.assertEqual([Change('c1', 's', Action.REMOVE)], one.changes)
+
+    def test_swapped_cell_mappings_hold_both_cells(self):
+        """The review's case: cells A and B pointed at each other's
+        databases, 200 nodes each. Nothing is held by the old rule (every
+        member "moved"); both cells are held now, each message saying
+        200 of 200 go to the other cell, and no change is planned.
+        """
+        a_nodes = frozenset('a%03d' % i for i in range(200))
+        b_nodes = frozenset('b%03d' % i for i in range(200))
+        nodes = {'A': b_nodes, 'B': a_nodes}     # swapped databases
+        members = {'A': a_nodes, 'B': b_nodes}   # the aggregates, right
+        self.assertEqual(800, len(aggregates.diff(nodes, members)))
+
+        plan = aggregates.plan(nodes, members)
+
+        self.assertEqual([], plan.changes)
+        self.assertEqual({'A', 'B'}, set(plan.held))
+        labels = {'A': 'cellA (A)', 'B': 'cellB (B)'}
+        self.assertIn('the sync would remove 200 of the 200 members of the '
+                      'placement aggregate of cell cellA (A) (every one: 200 '
+                      'of them to cell cellB (B), whose database lists them; '
+                      'its own database lists 200 compute node(s))',
+                      plan.held['A'].reason(labels['A'], labels))
+        found = aggregates.problems(nodes, members, labels)
+        self.assertEqual(2, len(found), found)
+        self.assertIn('check the database_connection of the cell mappings',
+                      found[0])
+        self.assertIn('"nova-cellsched sync-aggregates --force --cell B"',
+                      found[1])
+        # A move of more than the share between two cells, one run.
+        part = {'A': a_nodes - set(sorted(a_nodes)[:101]),
+                'B': b_nodes | set(sorted(a_nodes)[:101])}
+        self.assertEqual({'A'}, set(aggregates.plan(part, members).held))
+        self.assertEqual({'B': 101},
+                         dict(aggregates.plan(part, members).held['A'].moved))
 
     def test_removing_every_member_is_held_whatever_the_share(self):
         plan = aggregates.plan({'c1': frozenset()}, {'c1': {'p'}},
@@ -273,10 +317,9 @@ class RemovalGuardTest(base.BaseTestCase):
                 self.assertFalse([c for c in plan.changes
                                   if c.cell == cell])
                 continue
-            listed = set().union(*nodes.values())
-            vanish = gone - listed
-            self.assertTrue(not had or len(vanish) < len(had))
-            self.assertLessEqual(len(vanish), share * len(had))
+            # Gone or moved alike: never every member, nor past the share.
+            self.assertTrue(not had or len(gone) < len(had))
+            self.assertLessEqual(len(gone), share * len(had))
             self.assertEqual(
                 sorted(c for c in aggregates.diff(nodes, members)
                        if c.cell == cell),
