@@ -74,10 +74,13 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
     nodes, and loses providers that are not compute nodes of the cell any
     more. Other aggregates of a provider are kept. Lists what changed;
     nothing to do prints an empty table. A cell whose database cannot be
-    read is listed as a failure (exit 1) and its aggregate left as it is.
-    A cell whose database would remove every member of its aggregate, or
-    more than ``[cellsched] aggregate_sync_max_removal`` of them (a cell
-    mapping pointed at a wrong, empty or restored database), is held:
+    read, or does not answer within ``[cellsched] list_cell_timeout``, is
+    listed as a failure (exit 1) and its aggregate left as it is; the
+    other cells are synced. A cell whose database would take every member
+    out of its aggregate, or more than ``[cellsched]
+    aggregate_sync_max_removal`` of them, gone or moved to another cell
+    (a cell mapping pointed at a wrong, empty or restored database, or two
+    pointed at each other's databases), is held:
     listed as a failure, nothing changed in its aggregate, exit 4;
     ``--force`` makes its changes. ``--remove-stale`` also empties the
     aggregates deleted cell mappings left behind (an aggregate nova does
@@ -128,17 +131,19 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
             cells = select_cells(every, None)
         workers = parsed_args.workers or \
             nova_setup.conf().cellsched.aggregate_sync_workers
+        timeout = nova_setup.conf().cellsched.list_cell_timeout
         placement = aggregate_sync.Placement()
+        aggregate_sync.bound_cell_io()
         rows: list[Any] = []
         try:
             rows = aggregate_sync.sync(
                 placement, cells, dry_run=parsed_args.dry_run,
                 workers=workers, force=parsed_args.force, only=only,
                 max_removal=nova_setup.conf().cellsched
-                .aggregate_sync_max_removal)
+                .aggregate_sync_max_removal, timeout=timeout)
             if parsed_args.remove_stale:
                 rows += _remove_stale(placement, every, workers,
-                                      parsed_args.dry_run)
+                                      parsed_args.dry_run, timeout)
         except aggregate_sync.SyncFailed as exc:
             # The table shows how far it went; the error is the last line.
             self._fault = exc
@@ -170,7 +175,8 @@ class SyncAggregates(CellschedCommandMixin, lister.Lister):
 
 
 def _remove_stale(placement: Any, cell_mappings: Sequence[Any],
-                  workers: int, dry_run: bool) -> list[Any]:
+                  workers: int, dry_run: bool,
+                  timeout: float | None = None) -> list[Any]:
     """Rows of ``--remove-stale``: every cell is read to tell which
     compute node providers belong to no cell; a cell that cannot be read
     makes it a failure (nothing removed).
@@ -178,7 +184,8 @@ def _remove_stale(placement: Any, cell_mappings: Sequence[Any],
     from nova_cellsched.scheduler import aggregate_sync
 
     state = aggregate_sync.read_cells(
-        placement, select_cells(cell_mappings, None), workers=workers)
+        placement, select_cells(cell_mappings, None), workers=workers,
+        timeout=timeout)
     stale = aggregate_sync.find_stale(
         placement, state, known_aggregates(cell_mappings), workers)
     if stale is None:
@@ -237,12 +244,14 @@ def check_aggregates(conf: Any, cell_mappings: Sequence[Any],
     found: list[str] = []
     if why_not is None:
         try:
+            placement = aggregate_sync.Placement()
+            aggregate_sync.bound_cell_io()
             found = aggregate_sync.problems(
-                aggregate_sync.Placement(),
-                select_cells(cell_mappings, None),
+                placement, select_cells(cell_mappings, None),
                 workers=conf.cellsched.aggregate_sync_workers,
                 max_removal=conf.cellsched.aggregate_sync_max_removal,
-                known=known_aggregates(cell_mappings))
+                known=known_aggregates(cell_mappings),
+                timeout=conf.cellsched.list_cell_timeout)
         except exception.CellschedError as exc:
             why_not = 'the cell aggregates were not checked: %s' % exc
     if why_not is not None:

@@ -32,6 +32,14 @@ sync found it missing from the cell database (deleted, or moved to
 another cell), never one another sync added for a node created since;
 each write is computed again from the provider's aggregates as placement
 has them at that moment, so the runs converge.
+
+The cell databases are read in parallel, each within a bound (the
+*timeout* of :func:`read_cells`, ``[cellsched] list_cell_timeout`` for
+the command and the periodic sync): a cell that does not answer in time
+is reported and left as it is, never emptied, and the other cells are
+synced. With :func:`bound_cell_io`, the PyMySQL I/O of a read ends within
+that bound too (:func:`nova_cellsched.api.guard.io_timeout`), so no thread
+stays blocked on a frozen cell database.
 """
 
 import concurrent.futures
@@ -51,6 +59,7 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import exception
+from nova_cellsched import gather
 from nova_cellsched.scheduler import aggregates
 from nova_cellsched.scheduler.policy import CELL0_UUID
 
@@ -307,20 +316,83 @@ def _pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
         max_workers=workers, thread_name_prefix='cellsched-sync')
 
 
+def bound_cell_io() -> bool:
+    """Let :func:`read_cells` bound the PyMySQL I/O of its cell reads.
+
+    Turns on nova-cellsched's ``guard`` part (:mod:`nova_cellsched.compat`,
+    idempotent): the PyMySQL connections made afterwards keep a thread's
+    :func:`nova_cellsched.api.guard.io_timeout`; the cell connections
+    pooled before are closed. Called by the command and the periodic
+    sync; without it a read past its bound is still not waited for, but
+    its thread stays until the driver returns.
+
+    :returns: True when the bound is on (one WARNING says why not).
+    """
+    from nova_cellsched import compat
+
+    return not compat.install(['guard'])['guard']
+
+
+def _submit_on_thread(function: Callable[..., Any], *args: Any
+                      ) -> 'concurrent.futures.Future[Any]':
+    """``function(*args)`` on a daemon thread of its own; its future.
+
+    One thread per cell read: no read waits for a worker, and a read
+    stuck on a database whose driver has no I/O bound keeps neither a
+    pool nor the command's exit waiting.
+    """
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = function(*args)
+        except BaseException as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=run, name='cellsched-sync-cell',
+                     daemon=True).start()
+    return future
+
+
+def _read_bounded(nodes_of: Callable[[Any], frozenset[str]],
+                  cell_mapping: Any, timeout: float | None
+                  ) -> frozenset[str]:
+    from nova_cellsched.api import guard
+
+    with guard.io_timeout(timeout):
+        return nodes_of(cell_mapping)
+
+
+def _db_reason(exc: BaseException) -> str:
+    reason = (str(getattr(exc, 'orig', None) or exc).strip()
+              .splitlines() or [''])[0]
+    return '%s: %s' % (type(exc).__name__, reason)
+
+
 def read_cells(placement: Placement, cell_mappings: Iterable[Any],
                nodes_of: Callable[[Any], frozenset[str]] = read_nodes,
-               workers: int = WORKERS) -> CellsRead:
+               workers: int = WORKERS,
+               timeout: float | None = None) -> CellsRead:
     """Read every cell but cell0: nodes from its database, members from
-    placement. A cell whose database fails is in ``unreadable`` only.
+    placement. A cell whose database fails, or does not answer within
+    *timeout* seconds, is in ``unreadable`` only.
 
-    Placement lists the aggregates' members on *workers* threads while
-    the cell databases are read in this thread, one query per cell, one
-    cell after the other (nova's ``target_cell`` is not shared with the
-    threads). A cell's database is read only once its aggregate's
-    members are in: a provider found in the aggregate and not in the
-    database was there before the node left the database, so concurrent
-    syncs never remove a node created meanwhile.
+    Placement lists the aggregates' members on *workers* threads; then
+    every cell database is read at once, each on a thread of its own and
+    within *timeout* (a :class:`~nova_cellsched.gather.Budget` per cell):
+    the call returns within *timeout* of the last member list, whatever a
+    frozen cell does, and the thread of a cell not waited for ends with
+    its I/O bound (:func:`bound_cell_io`). A cell's database is read only
+    once its aggregate's members are in: a provider found in the
+    aggregate and not in the database was there before the node left
+    the database, so concurrent syncs never remove a node created
+    meanwhile.
 
+    :param timeout: seconds per cell database; None: no bound.
     :raises PlacementUnreachable, PlacementError: placement did not list
         an aggregate's members; nothing can be decided then.
     """
@@ -333,23 +405,34 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
         futures = {cm.uuid: pool.submit(placement.members, cm.uuid)
                    for cm in cells}
         try:
+            # Members first, then nodes (see above).
             for cm in cells:
-                # Members first, then nodes (see above).
                 members[cm.uuid] = futures[cm.uuid].result()
-                try:
-                    nodes[cm.uuid] = nodes_of(cm)
-                except CELL_DB_ERRORS as exc:
-                    reason = (str(getattr(exc, 'orig', None) or exc).strip()
-                              .splitlines() or [''])[0]
-                    unreadable[cm.uuid] = '%s: %s' % (type(exc).__name__,
-                                                      reason)
-                    LOG.warning('Cannot read the compute nodes of cell %s, '
-                                'its aggregate is left as it is: %s',
-                                labels[cm.uuid], unreadable[cm.uuid])
         except BaseException:
             for future in futures.values():
                 future.cancel()
             raise
+    outcomes = gather.run_round(
+        _submit_on_thread,
+        {cm.uuid: (_read_bounded, (nodes_of, cm, timeout)) for cm in cells},
+        {cm.uuid: gather.Budget(timeout) for cm in cells})
+    for cm in cells:
+        outcome = outcomes[cm.uuid]
+        if outcome.ok:
+            nodes[cm.uuid] = outcome.result or frozenset()
+            continue
+        error = outcome.error
+        if outcome.status == gather.TIMED_OUT or error is None:
+            unreadable[cm.uuid] = ('no answer within %g s ([cellsched] '
+                                   'list_cell_timeout)' % (timeout or 0))
+        elif isinstance(error, CELL_DB_ERRORS):
+            unreadable[cm.uuid] = _db_reason(error)
+        else:
+            # Not a database failure: a bug, as before the bound.
+            raise error
+        LOG.warning('Cannot read the compute nodes of cell %s, its '
+                    'aggregate is left as it is: %s', labels[cm.uuid],
+                    unreadable[cm.uuid])
     return CellsRead(nodes, members, unreadable, labels)
 
 
@@ -435,15 +518,21 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
          workers: int = WORKERS,
          max_removal: float = aggregates.MAX_REMOVAL,
          force: bool = False,
-         only: Set[str] | None = None) -> list[SyncRow]:
+         only: Set[str] | None = None,
+         timeout: float | None = None) -> list[SyncRow]:
     """Make each cell aggregate hold exactly its cell's compute nodes.
 
     *only* (cell uuids) limits the changes to those cells; the other
     cells of *cell_mappings* are read too, so that the removal guard
     knows a provider another cell's database lists (moved, not gone).
 
-    A cell whose database would remove every member of its aggregate, or
-    more than *max_removal* of them, is held (see
+    Each cell database is read within *timeout* seconds (None: no
+    bound; see :func:`read_cells`): a cell that fails or does not answer
+    in time gets a failed row (action ``skip cell``) and no change.
+
+    A cell whose database would take every member out of its aggregate,
+    or more than *max_removal* of them (gone from the databases or moved
+    to another cell alike), is held (see
     :func:`.aggregates.plan`): nothing is changed in its aggregate, and
     its row (action :data:`HOLD`, naming the cell and the counts) is a
     failure, which the command prints and the periodic sync logs as an
@@ -466,7 +555,8 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
         and none that removes a provider from an aggregate if it came
         while providers were being added.
     """
-    state = read_cells(placement, cell_mappings, nodes_of, workers)
+    state = read_cells(placement, cell_mappings, nodes_of, workers,
+                       timeout)
     rows = [SyncRow(state.labels[cell], cell, '', 'skip cell',
                     'failed: cannot read the cell database (%s); nothing '
                     'changed in its aggregate' % reason)
@@ -476,7 +566,7 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
                               force=force, cells=only)
     for cell, why in sorted(planned.held.items()):
         rows.append(SyncRow(state.labels[cell], cell, '', HOLD, '%s: %s' % (
-            HELD, why.reason(state.labels[cell]))))
+            HELD, why.reason(state.labels[cell], state.labels))))
     changes = planned.changes
     results: dict[str, str] = {}
     writer = _Writer(placement)
@@ -499,7 +589,8 @@ def sync(placement: Placement, cell_mappings: Iterable[Any],
 def problems(placement: Placement, cell_mappings: Iterable[Any],
              workers: int = WORKERS,
              max_removal: float = aggregates.MAX_REMOVAL,
-             known: Set[str] | None = None) -> list[str]:
+             known: Set[str] | None = None,
+             timeout: float | None = None) -> list[str]:
     """``check``'s lines about the cell aggregates (see
     :func:`.aggregates.problems`), unreadable cells included.
 
@@ -507,8 +598,10 @@ def problems(placement: Placement, cell_mappings: Iterable[Any],
         aggregates, the aggregates deleted cell mappings left behind are
         looked for too (:func:`find_stale`; not when a cell could not be
         read).
+    :param timeout: seconds per cell database (:func:`read_cells`).
     """
-    state = read_cells(placement, cell_mappings, workers=workers)
+    state = read_cells(placement, cell_mappings, workers=workers,
+                       timeout=timeout)
     found = ['cannot read the compute nodes of cell %s (%s), its aggregate '
              'is not checked' % (state.labels[cell], reason)
              for cell, reason in sorted(state.unreadable.items())]

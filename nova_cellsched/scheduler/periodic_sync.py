@@ -30,16 +30,24 @@ cooperates with the hub either way. The workers a fork creates get a
 copy of this module's state but no thread: :class:`PeriodicSync` knows
 the process it belongs to and does nothing in another one (a green
 thread, which survives a fork under eventlet, ends there at its next
-wake-up). A fork waits for a run in progress to end, however long it
-takes (logging a warning every :data:`FORK_WAIT` seconds), so no worker
-starts with a lock, a pooled connection or a half-made change that a run
-held: a worker that inherited such a lock, e.g. nova's per-cell
-``target_cell`` lock, would hang on its first use.
+wake-up). A fork waits for a run in progress to end (logging a warning
+every :data:`FORK_WAIT` seconds), so no worker starts with a lock, a
+pooled connection or a half-made change that a run held: a worker that
+inherited such a lock, e.g. nova's per-cell ``target_cell`` lock, would
+hang on its first use. It waits at most ``[cellsched] list_cell_timeout``
+plus :data:`FORK_WAIT_PLACEMENT` seconds (:meth:`PeriodicSync.fork_wait`):
+a run reads each cell database within ``list_cell_timeout`` (in parallel,
+its PyMySQL I/O bounded as well), so a frozen cell database ends its read
+in time; only a placement API that does not answer keeps a run longer,
+and the fork then goes on, while the run waits on placement's socket.
 
 A run never raises: a failure (placement unreachable or answering 5xx,
 the API database down, a cell database unreadable, a provider another
 writer keeps changing) is logged as an error naming what failed, and the
-next run starts over from what placement and the databases say then.
+next run starts over from what placement and the databases say then. A
+cell database that does not answer within ``[cellsched]
+list_cell_timeout`` is logged (a WARNING naming the cell) and left as it
+is; the cells that answered are synced.
 """
 
 # concurrent.futures' thread module registers a fork handler that takes
@@ -73,6 +81,11 @@ OPTION = 'aggregate_sync_interval'
 DEFAULT_SPACING = 60
 #: Seconds between the warnings of a fork waiting for a run to end.
 FORK_WAIT = 30.0
+#: Seconds a fork waits for a run beyond the run's bound on its cell
+#: databases (``[cellsched] list_cell_timeout``): placement's share.
+FORK_WAIT_PLACEMENT = 60.0
+#: ``[cellsched] list_cell_timeout``'s default, for a fork before any run.
+CELL_TIMEOUT = 60.0
 
 
 def spacing(interval: int) -> int | None:
@@ -153,6 +166,9 @@ class PeriodicSync:
         self.last: RunResult | None = None
         #: Set after each run (tests wait on it).
         self.ran = threading.Condition()
+        #: Seconds each cell database may take, as the last run read it.
+        self.cell_timeout = CELL_TIMEOUT
+        self._bounded = False
 
     # -- one run -----------------------------------------------------------
 
@@ -182,6 +198,13 @@ class PeriodicSync:
                              '(default 0.5); nothing was changed' % (
                                  conf.GROUP_NAME, _first_line(exc)))
         try:
+            self.cell_timeout = float(group.list_cell_timeout)
+        except (cfg.Error, ValueError) as exc:
+            return RunResult([], '[%s] list_cell_timeout is not valid: %s; '
+                             'expected a number of seconds of at least 0.1 '
+                             '(default 60); nothing was changed' % (
+                                 conf.GROUP_NAME, _first_line(exc)))
+        try:
             cells = list(self._cell_mappings())
         except Exception as exc:  # noqa: BLE001 - any API database failure
             return RunResult([], 'cannot read the cell mappings from the '
@@ -190,11 +213,13 @@ class PeriodicSync:
         try:
             if self._placement is None:
                 self._placement = self._new_placement()
+            if not self._bounded:
+                self._bounded = aggregate_sync.bound_cell_io()
             # Never forced: a cell the removal guard holds stays held
             # until an operator runs ``sync-aggregates --force``.
             return RunResult(aggregate_sync.sync(
                 self._placement, cells, workers=group.aggregate_sync_workers,
-                max_removal=max_removal))
+                max_removal=max_removal, timeout=self.cell_timeout))
         except aggregate_sync.SyncFailed as exc:
             return RunResult(exc.rows, str(exc))
         except exception.CellschedError as exc:
@@ -350,32 +375,56 @@ class PeriodicSync:
 
     # -- forks ---------------------------------------------------------------
 
-    def before_fork(self) -> bool:
-        """Wait for a run in progress to end; True if the run lock is now
-        held and must be released by :meth:`after_fork`.
+    def fork_wait(self) -> float:
+        """Seconds a fork waits for a run at most: ``[cellsched]
+        list_cell_timeout`` (as the last run read it) plus
+        :data:`FORK_WAIT_PLACEMENT`.
+        """
+        return self.cell_timeout + FORK_WAIT_PLACEMENT
 
-        The wait has no bound: a child forked in the middle of a run
-        would inherit the locks the run's thread held (nova's per-cell
-        ``target_cell`` lock, a connection pool's mutex, ...), with no
-        thread left to release them, and hang on first use. A warning
-        naming the wait is logged every :data:`FORK_WAIT` seconds. A fork
-        made by the run's own thread does not wait (it would wait for
-        itself).
+    def before_fork(self) -> bool:
+        """Wait for a run in progress to end, at most :meth:`fork_wait`
+        seconds; True if the run lock is now held and must be released by
+        :meth:`after_fork`.
+
+        A child forked in the middle of a run could inherit a lock the
+        run's threads held (nova's per-cell ``target_cell`` lock, a
+        connection pool's mutex, ...), with no thread left to release
+        it, and hang on first use: so the fork waits, logging a warning
+        every :data:`FORK_WAIT` seconds. A run reads its cell databases
+        within ``list_cell_timeout``; one still going at the bound waits
+        on placement (a socket read, which holds none of those locks):
+        the fork then goes on, after an ERROR saying so. A fork made by
+        the run's own thread does not wait (it would wait for itself).
         """
         if not self._mine() or self._running_in == threading.get_ident():
             return False
+        limit = self.fork_wait()
         began = time.monotonic()
-        while not self.run_lock.acquire(timeout=FORK_WAIT):
-            LOG.warning('A fork of this process (nova-scheduler starting a '
-                        'worker) has waited %d s for the periodic sync of '
-                        'the cell aggregates to end, and waits on: a '
-                        'worker forked in the middle of a run could hang '
-                        'on a lock the run holds. A run this long waits '
-                        'on placement or a cell database (see the '
-                        '[placement] timeout option and the cell '
-                        'databases\' health)',
-                        time.monotonic() - began)
-        return True
+        while True:
+            left = limit - (time.monotonic() - began)
+            if left <= 0:
+                LOG.error('A fork of this process (nova-scheduler starting '
+                          'a worker) waited %g s, its bound ([cellsched] '
+                          'list_cell_timeout + %g s), for the periodic sync '
+                          'of the cell aggregates to end, and goes on '
+                          'without waiting further: the run waits on the '
+                          'placement API (see the [placement] timeout '
+                          'option and placement\'s health)',
+                          limit, FORK_WAIT_PLACEMENT)
+                return False
+            if self.run_lock.acquire(timeout=min(FORK_WAIT, left)):
+                return True
+            if left > FORK_WAIT:
+                LOG.warning('A fork of this process (nova-scheduler starting '
+                            'a worker) has waited %d s for the periodic '
+                            'sync of the cell aggregates to end, and waits '
+                            'on, %d s at most: a worker forked in the '
+                            'middle of a run could hang on a lock the run '
+                            'holds. A run this long waits on placement or '
+                            'a cell database (see the [placement] timeout '
+                            'option and the cell databases\' health)',
+                            time.monotonic() - began, limit)
 
     def after_fork(self, held: bool) -> None:
         if held:

@@ -21,11 +21,15 @@ cell databases are a SQLite CellWorld; compute nodes are rows written
 into them, with resource providers of the same uuids in placement.
 """
 
+import contextlib
+import time
+import urllib.parse
 import uuid as uuid_lib
 
 from nova.db.api import models as api_models
 import requests
 import sqlalchemy as sa
+from sqlalchemy import pool as sa_pool
 
 from nova_cellsched.demo import seed
 from tests.functional import db
@@ -181,7 +185,14 @@ class SyncAggregatesCliTest(PlacementCliTestCase):
         self.assertNotIn('cannot read the compute nodes', check.err)
 
     def test_one_cell_keeps_foreign_and_check_reports_strays(self):
-        """--cell touches only that cell; check names what is wrong."""
+        """--cell touches only that cell; check names what is wrong.
+
+        cell1 is synced first: a stray alone in an aggregate would be
+        every member moving to another cell, which the removal guard
+        holds.
+        """
+        self.assertExit(0, self.cli('sync-aggregates', '--cell', 'cell1',
+                                    conf=self.conf))
         stray = self.nodes['cell2'][0]
         self._placement('PUT', '/resource_providers/%s/aggregates' % stray,
                         {'aggregates': [self.world.uuid_of('cell1'),
@@ -340,8 +351,8 @@ class RemovalGuardCliTest(PlacementCliTestCase):
         self.assertIn(new, self._members('cell2'))
         self.assertIn('failed: held: the sync would remove 200 of the 200 '
                       'members of the placement aggregate of cell cell1 '
-                      '(%s) (every one; its database lists 0 compute '
-                      "node(s), and no other cell's lists the ones removed)"
+                      '(%s) (every one: 200 of them listed by no cell '
+                      'database; its own database lists 0 compute node(s))'
                       % cell1, held.err)
         self.assertIn('"nova-cellsched sync-aggregates --force --cell %s"'
                       % cell1, held.err)
@@ -396,6 +407,42 @@ class RemovalGuardCliTest(PlacementCliTestCase):
         done = self.cli('sync-aggregates', conf=wider)
         self.assertExit(0, done)
         self.assertEqual(members - set(gone), self._members('cell2'))
+
+    def test_swapped_cell_mappings_are_held(self):
+        """cell1 and cell2 pointed at each other's databases: every
+        member of each aggregate would move to the other cell. Both cells
+        are held (exit 4), each message naming the other cell, nothing
+        changes; check reports both; mapped back, nothing to do.
+        """
+        cell1, cell2 = (self.world.uuid_of(c) for c in ('cell1', 'cell2'))
+        self.assertExit(0, self.cli('sync-aggregates', conf=self.conf))
+        before = {c: self._members(c) for c in ('cell1', 'cell2')}
+        self._point('cell1', self.world.url_of('cell2'))
+        self._point('cell2', self.world.url_of('cell1'))
+
+        held = self.cli('sync-aggregates', '-f', 'json', conf=self.conf)
+
+        self.assertExit(4, held)
+        self.assertEqual(sorted([(cell1, 'hold cell'), (cell2, 'hold cell')]),
+                         sorted((r['Aggregate'], r['Action'])
+                                for r in held.json()))
+        for name, other, uuid in (('cell1', 'cell2', cell2),
+                                  ('cell2', 'cell1', cell1)):
+            count = len(before[name])
+            self.assertIn(
+                'the sync would remove %d of the %d members of the '
+                'placement aggregate of cell %s (%s) (every one: %d of them '
+                'to cell %s (%s), whose database lists them'
+                % (count, count, name, self.world.uuid_of(name), count,
+                   other, uuid), held.err)
+        self.assertIn('check the database_connection of the cell mappings',
+                      held.err)
+        self.assertEqual(before, {c: self._members(c)
+                                  for c in ('cell1', 'cell2')})
+        check = self.cli('check', conf=self.conf)
+        self.assertExit(1, check)
+        self.assertEqual(2, check.err.count('problem: the sync would '
+                                            'remove'), check)
 
     def _trait(self, provider, trait='COMPUTE_NODE'):
         generation = self._placement(
@@ -480,3 +527,84 @@ class RemovalGuardCliTest(PlacementCliTestCase):
         with engine.begin() as conn:
             conn.execute(table.update().where(
                 table.c.uuid.in_(nodes)).values(deleted=0))
+
+
+class FrozenCellCliTest(PlacementCliTestCase):
+    """A cell database that stops answering, on MariaDB: the others are
+    synced and checked, the frozen one is named and left as it is.
+    """
+
+    @contextlib.contextmanager
+    def _frozen(self, cell):
+        """Every table of *cell*'s database write-locked by another
+        session (``LOCK TABLES``, as ``Cloud.frozen_cell``): each query
+        of another session on them waits until the block ends.
+        """
+        engine = sa.create_engine(self.world.url_of(cell),
+                                  poolclass=sa_pool.NullPool)
+        self.addCleanup(engine.dispose)
+        with engine.connect() as conn:
+            tables = [str(row[0]) for row in
+                      conn.exec_driver_sql('SHOW TABLES').all()]
+            conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
+                '`%s` WRITE' % table for table in tables))
+            try:
+                yield
+            finally:
+                conn.exec_driver_sql('UNLOCK TABLES')
+
+    def test_new_node_joins_while_another_cell_is_frozen(self):
+        """cell1's database frozen: a node added to cell2 joins cell2's
+        aggregate within [cellsched] list_cell_timeout (2 s), cell1 is
+        named (name and uuid, no URL) with exit 1, its aggregate keeps
+        every member; check says so too. Unfrozen, the next sync is
+        clean.
+        """
+        conf = test_cli.write_conf(
+            self.tmp, 'short.conf', self.world.api_url,
+            self.world.url_of('cell0'), cells_default='cell1',
+            extra='list_cell_timeout = 2\n%s'
+                  % placement_server.nova_conf(self.endpoint))
+        self.assertExit(0, self.cli('sync-aggregates', conf=conf))
+        cell1 = self.world.uuid_of('cell1')
+        members1 = self._members('cell1')
+        self.assertEqual(set(self.nodes['cell1']), members1)
+        new = self._add_node('cell2')
+
+        with self._frozen('cell1'):
+            started = time.monotonic()
+            run = self.cli('sync-aggregates', '-f', 'json', conf=conf)
+            took = time.monotonic() - started
+            check = self.cli('check', conf=conf)
+
+        self.assertExit(1, run)
+        self.assertIn(new, self._members('cell2'))
+        self.assertEqual(members1, self._members('cell1'))
+        self.assertEqual(
+            [(cell1, '', 'skip cell'),
+             (self.world.uuid_of('cell2'), new, 'add')],
+            [(r['Aggregate'], r['Provider'], r['Action'])
+             for r in run.json()])
+        self.assertIn('failed: cannot read the cell database (', run.err)
+        self.assertIn('nothing changed in its aggregate (cell cell1 (%s))'
+                      % cell1, run.err)
+        url = urllib.parse.urlsplit(self.world.url_of('cell1'))
+        for secret in (url.path.strip('/'), url.netloc):
+            self.assertNotIn(secret, run.err)
+            self.assertNotIn(secret, check.err)
+        # Bounded: the frozen cell's 2 s, and the command's own start.
+        self.assertLess(took, 60.0, run)
+        self.addDetail('sync_seconds_with_a_frozen_cell', _text(
+            '%.2f (list_cell_timeout 2 s)' % took))
+        self.assertExit(1, check)
+        self.assertIn('problem: cannot read the compute nodes of cell cell1 '
+                      '(%s) (' % cell1, check.err)
+
+        again = self.cli('sync-aggregates', '-f', 'json', conf=conf)
+        self.assertExit(0, again)
+        self.assertEqual([], again.json())
+
+
+def _text(value):
+    from testtools import content
+    return content.text_content(value)

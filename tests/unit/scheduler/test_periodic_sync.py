@@ -22,6 +22,7 @@ import fixtures
 from oslo_config import cfg
 from oslotest import base
 
+from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched.scheduler import aggregate_sync
@@ -116,10 +117,16 @@ class PeriodicSyncTest(base.BaseTestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.aggregate_sync.sync', self._sync))
         self.rows = []
+        self.timeouts = []
+        if not compat.is_on('guard'):
+            # A run turns the I/O bound of the cell reads on.
+            self.addCleanup(compat.restore, ['guard'])
 
-    def _sync(self, placement, cells, workers, max_removal, force=False):
+    def _sync(self, placement, cells, workers, max_removal, force=False,
+              timeout=None):
         self.calls.append((placement, list(cells), workers, max_removal,
                            force))
+        self.timeouts.append(timeout)
         return self.rows
 
     def _worker(self, **kwargs):
@@ -234,7 +241,7 @@ class PeriodicSyncTest(base.BaseTestCase):
                       logged.output)
 
     def test_run_never_raises(self):
-        def broken(placement, cells, workers, max_removal):
+        def broken(placement, cells, workers, max_removal, timeout):
             raise RuntimeError('boom')
 
         self.useFixture(fixtures.MonkeyPatch(
@@ -341,6 +348,89 @@ class PeriodicSyncTest(base.BaseTestCase):
         self.assertIn('child exit 0, run ok True', done.stdout)
         self.assertIn('has waited 0 s for the periodic sync of the cell '
                       'aggregates to end, and waits on', done.stderr)
+
+    def test_run_reads_each_cell_within_list_cell_timeout(self):
+        """Each run gives the sync ``[cellsched] list_cell_timeout`` as
+        the bound of every cell database read, and a fork waits for a
+        run that bound plus FORK_WAIT_PLACEMENT at most.
+        """
+        worker = self._worker()
+        worker.run_once()
+        self.conf.set_override('list_cell_timeout', 2.5, group='cellsched')
+        self.addCleanup(self.conf.clear_override, 'list_cell_timeout',
+                        group='cellsched')
+        worker.run_once()
+        self.assertEqual([60.0, 2.5], self.timeouts)
+        self.assertEqual(2.5 + periodic_sync.FORK_WAIT_PLACEMENT,
+                         worker.fork_wait())
+
+    def test_fork_waits_for_a_run_at_most_its_bound(self):
+        """A run that never ends (a placement request without a timeout):
+        a real fork waits list_cell_timeout + FORK_WAIT_PLACEMENT, logs
+        an ERROR saying so and goes on; the child runs; the run, still
+        going, later ends normally. Run in a subprocess, bounded.
+        """
+        script = textwrap.dedent("""
+            import os
+            import threading
+            import time
+
+            from oslo_config import cfg
+
+            from nova_cellsched import conf as conf_mod
+            from nova_cellsched.scheduler import aggregate_sync
+            from nova_cellsched.scheduler import periodic_sync
+
+            periodic_sync.FORK_WAIT = 0.2
+            periodic_sync.FORK_WAIT_PLACEMENT = 0.5
+            aggregate_sync.bound_cell_io = lambda: True
+            started = threading.Event()
+            release = threading.Event()
+
+            def sync(placement, cells, **kwargs):
+                started.set()
+                release.wait(60)   # hangs until the parent has forked
+                return []
+
+            aggregate_sync.sync = sync
+            conf = cfg.ConfigOpts()
+            conf_mod.register_opts(conf)
+            conf([], project='nova-cellsched-test')
+            conf.set_override('list_cell_timeout', 0.5, group='cellsched')
+            worker = periodic_sync.PeriodicSync(
+                conf, placement=object, cell_mappings=lambda: ['c1'])
+            periodic_sync._worker = worker
+            periodic_sync._register_fork_handlers()
+            run = threading.Thread(target=worker.run_once)
+            run.start()
+            started.wait(10)
+            began = time.monotonic()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            waited = time.monotonic() - began
+            _, status = os.waitpid(pid, 0)
+            release.set()
+            run.join(10)
+            print('fork waited %.2f s (bound %.1f s), child exit %d, run '
+                  'ok %s' % (waited, worker.fork_wait(),
+                             os.waitstatus_to_exitcode(status),
+                             worker.last.ok))
+        """)
+        env = dict(os.environ, PYTHONPATH=TOP)
+        done = subprocess.run([sys.executable, '-c', script], env=env,
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertRegex(done.stdout, r'fork waited \d+\.\d+ s \(bound 1\.0 '
+                         r's\), child exit 0, run ok True')
+        waited = float(done.stdout.split()[2])
+        # The bound, with a generous margin for a loaded machine.
+        self.assertGreaterEqual(waited, 0.9, done.stdout)
+        self.assertLess(waited, 10.0, done.stdout)
+        self.assertIn('waited 1 s, its bound ([cellsched] list_cell_timeout '
+                      '+ 0.5 s), for the periodic sync of the cell aggregates '
+                      'to end, and goes on without waiting further',
+                      done.stderr)
 
     def test_missing_since_is_remembered_until_added(self):
         now = [100.0]
