@@ -48,6 +48,8 @@ LONG_TABLE_FIELDS = ('uuid', 'display_name', 'status', 'task_state',
 #: uwsgi worker processes of ``demo --api`` (devstack's API_WORKERS is
 #: the number of CPUs; two show the workers sharing the load).
 API_PROCESSES = 2
+#: Where a trace file (``--trace``, the demo's trace.json) opens.
+TRACE_VIEWERS = 'https://ui.perfetto.dev or chrome://tracing'
 #: Names ``demo --prefix`` accepts: they become database names.
 PREFIX_PATTERN = re.compile(r'^[a-z][a-z0-9_]{0,39}$')
 
@@ -370,9 +372,13 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
             stats['instances'] = len(result.instances)
             stats['complete'] = result.complete
             write_json(parsed_args.stats, stats, 'stats')
+            self.app.stderr.write('Stats: %s\n'
+                                  % os.path.abspath(parsed_args.stats))
         if parsed_args.trace:
             write_json(parsed_args.trace, timing.chrome_trace(result.timings),
                        'trace')
+            self.app.stderr.write('Trace: %s (open in %s)\n' % (
+                os.path.abspath(parsed_args.trace), TRACE_VIEWERS))
 
     def _table(self, result: Any, fields: Sequence[str]
                ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
@@ -594,7 +600,8 @@ class Demo(CellschedCommandMixin, lister.Lister):
                                progress, prefix=prefix)
         if last[0]:
             err.write('\n' if terminal else '  %s\n' % last[0])
-        err.write('%s %d cells (cell0 included), %d instances (%d of them '
+        out = self._output_stream(parsed_args)
+        out.write('%s %d cells (cell0 included), %d instances (%d of them '
                   'soft-deleted); nova.conf: %s\n' % (
                       'Reused' if world.reused else 'Built',
                       len(world.cells), world.instances, world.deleted,
@@ -607,16 +614,15 @@ class Demo(CellschedCommandMixin, lister.Lister):
         stats = os.path.join(world.directory, 'stats.json')
         write_json(trace, timing.chrome_trace(result.timings))
         write_json(stats, result.timings.as_dict())
-        err.write('Listed %d instances across %d cells (limit %d, detail '
-                  'fields):\n%s\n' % (
-                      len(result.instances), len(result.cells),
-                      parsed_args.limit,
-                      timing.format_table(result.timings)))
+        self._after_table = (
+            '\nListed %d instances across %d cells (limit %d, detail '
+            'fields):\n%s\n' % (
+                len(result.instances), len(result.cells),
+                parsed_args.limit, timing.format_table(result.timings)))
         prog = pastable_command()
         conf = shlex.quote(world.config_file)
-        err.write(
-            'Trace: %s (open in https://ui.perfetto.dev or '
-            'chrome://tracing)\nStats: %s\n\nNext, try:\n'
+        self._after_table += (
+            'Trace: %s (open in %s)\nStats: %s\n\nNext, try:\n'
             '  %s --config-file %s list --limit 20 --timings\n'
             '  %s --config-file %s list --long --limit 5 -f json\n'
             '  %s --config-file %s list --sort display_name:asc --limit 10 '
@@ -624,44 +630,67 @@ class Demo(CellschedCommandMixin, lister.Lister):
             '  %s --config-file %s list --filter deleted=true --limit 5\n'
             '  %s --config-file %s check\n'
             '  %s --config-file %s explain --project %s\n' % (
-                trace, stats, prog, conf, prog, conf, prog, conf, prog,
-                conf, prog, conf, prog, conf, world.projects[0]))
+                trace, TRACE_VIEWERS, stats, prog, conf, prog, conf, prog,
+                conf, prog, conf, prog, conf, prog, conf,
+                world.projects[0]))
         self._world = world
         rows = [(name, cells.mask_url(url)) for name, url in world.cells]
         return ('Cell', 'Database'), rows
 
+    def _output_stream(self, parsed_args: argparse.Namespace) -> Any:
+        """Where the demo's own lines go: stdout, with the table.
+
+        The summary, the listing's timings, the files and the next
+        steps are the demo's output, as its table is: on stdout, in
+        order. With ``-f json`` (or any format for programs), stdout
+        holds the formatted rows alone and these lines go to stderr.
+        """
+        if getattr(parsed_args, 'formatter', 'table') == 'table':
+            return self.app.stdout
+        return self.app.stderr
+
     def run(self, parsed_args: argparse.Namespace) -> int:
         """Build and list; with --api, then serve until Ctrl-C/SIGTERM."""
         self._world: Any = None
+        self._after_table = ''
         code = super().run(parsed_args)
+        if self._after_table:
+            out = self._output_stream(parsed_args)
+            out.write(self._after_table)
+            out.flush()
         if code or not parsed_args.api or self._world is None:
             return code
         self.app.stdout.flush()
-        return serve_api(self._world, self.app.stderr,
+        return serve_api(self._world, self.app.stdout,
                          port=parsed_args.port,
-                         processes=parsed_args.processes or API_PROCESSES)
+                         processes=parsed_args.processes or API_PROCESSES,
+                         err=self.app.stderr)
 
 
 def serve_api(world: Any, out: Any, port: int | None = None,
-              processes: int = 2) -> int:
+              processes: int = 2, err: Any = None) -> int:
     """Serve nova-api with the cellsched filter on *world* until a signal.
 
     Starts the neutron stand-in and nova-api under uwsgi
     (:mod:`nova_cellsched.demo.api`), writes to *out* where it serves
-    and a ``curl`` and an ``openstack`` command that work as printed,
-    then waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP (its terminal
-    closed). Whatever happens, uwsgi (all of its processes) and the
-    stand-in are stopped and the temp dir of nova-api's files is removed
-    before it returns; *world*'s directory stays, with ``nova-api.log`` in
-    it. Should this process die without returning (SIGKILL, a crash),
-    the kernel stops uwsgi (:func:`nova_cellsched.demo.api.die_with_parent`):
-    no unauthenticated nova-api outlives it.
+    (its URL, its port and how to keep that port: a free one changes
+    every run) and a ``curl`` and an ``openstack`` command that work as
+    printed, then waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP (its
+    terminal closed). Progress (starting, stopping) and errors go to
+    *err* (*out* if None). Whatever happens, uwsgi (all of its
+    processes) and the stand-in are stopped and the temp dir of
+    nova-api's files is removed before it returns; *world*'s directory
+    stays, with ``nova-api.log`` in it. Should this process die without
+    returning (SIGKILL, a crash), the kernel stops uwsgi
+    (:func:`nova_cellsched.demo.api.die_with_parent`): no
+    unauthenticated nova-api outlives it.
 
     :returns: the exit code: 0 when stopped by a signal, 1 when nova-api
         did not start or uwsgi exited by itself (the log says why).
     """
     from nova_cellsched.demo import api as demo_api
 
+    err = out if err is None else err
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -679,19 +708,19 @@ def serve_api(world: Any, out: Any, port: int | None = None,
     try:
         neutron.start()
         server.neutron_url = neutron.url
-        out.write('\nStarting nova-api (nova_cellsched.wsgi.osapi_compute '
+        err.write('\nStarting nova-api (nova_cellsched.wsgi.osapi_compute '
                   'under uwsgi, %d worker%s) with the cellsched filter, on '
                   'the demo world ...\n' % (processes,
                                            '' if processes == 1 else 's'))
-        out.flush()
+        err.flush()
         start = time.monotonic()
         try:
             server.launch(stop.is_set)
         except demo_api.Interrupted:
-            out.write('Stopped before nova-api was ready.\n')
+            err.write('Stopped before nova-api was ready.\n')
             return 0
         except (demo_api.UwsgiError, OSError, ValueError) as exc:
-            out.write('nova-cellsched: error: nova-api did not start: %s\n'
+            err.write('nova-cellsched: error: nova-api did not start: %s\n'
                       'Its log: %s\n' % (_first_line(exc), log))
             return 1
         curl, openstack = api_commands(server.url,
@@ -699,22 +728,23 @@ def serve_api(world: Any, out: Any, port: int | None = None,
                                        demo_api.TOKEN)
         out.write(
             'nova-api serves %s (ready in %.1f s); its log: %s\n'
+            '%s\n'
             'For trying it out only: no authentication, anyone who can '
             'reach the port is an admin (X-Auth-Token: user:project).\n\n'
             'Try, from another terminal (Server-Timing: where the time of '
             'the list went):\n  %s\n  %s\n\nCtrl-C stops nova-api.\n' % (
-                server.url, time.monotonic() - start, log, curl,
-                openstack))
+                server.url, time.monotonic() - start, log,
+                port_line(server.port, port), curl, openstack))
         out.flush()
         while not stop.wait(0.5):
             if server.process is not None and (
                     server.process.poll() is not None):
-                out.write('nova-cellsched: error: uwsgi exited by itself '
+                err.write('nova-cellsched: error: uwsgi exited by itself '
                           '(status %s); its log: %s\n'
                           % (server.process.returncode, log))
                 return 1
-        out.write('Stopping nova-api ...\n')
-        out.flush()
+        err.write('Stopping nova-api ...\n')
+        err.flush()
         return 0
     finally:
         server.shutdown()
@@ -722,8 +752,20 @@ def serve_api(world: Any, out: Any, port: int | None = None,
         for number, handler in previous.items():
             signal.signal(number, handler)
         if stop.is_set():
-            out.write('Stopped.\n')
-            out.flush()
+            err.write('Stopped.\n')
+            err.flush()
+
+
+def port_line(port: int, requested: int | None) -> str:
+    """The line of ``demo --api``'s output that names its *port*.
+
+    A port the demo chose (no ``--port``) is a free one, another each
+    run: the line says how to ask for it again.
+    """
+    if requested is not None:
+        return 'Port: %d (--port %d).' % (port, requested)
+    return ('Port: %d, a free one chosen for this run (another each run): '
+            '--port %d asks for this one again.' % (port, port))
 
 
 def _isatty(stream: Any) -> bool:

@@ -25,7 +25,9 @@ import concurrent.futures
 import importlib.util
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -34,8 +36,10 @@ import time
 
 import testtools
 
+from nova_cellsched.demo import api as demo_api
 from tests.functional import db
 from tests.functional.test_cli import COMMAND
+from tests.functional import test_demo_api
 
 #: ``nova-cellsched`` in a process where the modules of argv[1] (comma
 #: separated) cannot be imported.
@@ -275,3 +279,86 @@ class OperatorPathTest(testtools.TestCase):
             'explain', '--project', 'Q')
         self.assertEqual(0, code, err)
         self.assertNotIn('problem', err)
+
+    # Item 7: the command's output on stdout, in order; diagnostics on
+    # stderr; files written are named.
+
+    def test_demo_output_is_on_stdout_in_order(self):
+        """``demo > file`` keeps the table, timings and next steps."""
+        world = os.path.join(self.tmp, 'again')
+        code, out, err, _s = run('demo', '--cells', '1', '--instances', '5',
+                                 '--dir', world, cwd=self.tmp)
+        self.assertEqual(0, code, err)
+        parts = ['Built 2 cells (cell0 included)', '| Cell  | Database',
+                 '\nListed ', '| Total ms |', 'Trace: %s (open in '
+                 % os.path.join(world, 'trace.json'),
+                 'Stats: %s' % os.path.join(world, 'stats.json'),
+                 'Next, try:\n', ' check\n']
+        where = [out.find(part) for part in parts]
+        self.assertNotIn(-1, where, out)
+        self.assertEqual(sorted(where), where, out)
+        # Progress only, on stderr.
+        self.assertTrue(err.startswith('Building the demo in '), err)
+        for part in ('Listed', 'Next, try', 'Trace', 'Built', '| Cell'):
+            self.assertNotIn(part, err)
+
+        # For programs (-f json), stdout is the rows alone.
+        code, out, err, _s = run('demo', '--cells', '1', '--instances', '5',
+                                 '--dir', world, '-f', 'json', cwd=self.tmp)
+        self.assertEqual(0, code, err)
+        self.assertEqual(['cell0', 'cell1'],
+                         [r['Cell'] for r in json.loads(out)])
+        self.assertIn('Reused 2 cells', err)
+        self.assertIn('Next, try:', err)
+
+    def test_list_names_the_files_it_writes(self):
+        trace = os.path.join(self.tmp, 'trace.json')
+        stats = os.path.join(self.tmp, 'stats.json')
+        code, out, err, _s = run('--config-file', self.conf, 'list',
+                                 '--limit', '3', '-f', 'json', '--trace',
+                                 'trace.json', '--stats', 'stats.json',
+                                 cwd=self.tmp)
+        self.assertEqual(0, code, err)
+        self.assertEqual(3, len(json.loads(out)))
+        self.assertIn('Trace: %s (open in https://ui.perfetto.dev or '
+                      'chrome://tracing)\n' % trace, err)
+        self.assertIn('Stats: %s\n' % stats, err)
+        for path in (trace, stats):
+            self.assertTrue(os.path.isfile(path), path)
+
+
+class DemoApiPortTest(testtools.TestCase):
+    """``demo --api`` names its port, and the ``--port`` that keeps it."""
+
+    def setUp(self):
+        super().setUp()
+        problem = demo_api.uwsgi_missing()
+        if problem:
+            self.skipTest(problem)
+        self.tmp = tempfile.mkdtemp(prefix='ncs-port-')
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def serve(self, *args):
+        """Run ``demo --api *args`` until it serves; stop it; its lines."""
+        demo = test_demo_api.Demo(
+            self.tmp, '--cells', '1', '--instances', '5', '--dir',
+            os.path.join(self.tmp, 'world'), *args)
+        self.addCleanup(demo.kill)
+        demo.wait_for('Ctrl-C stops nova-api.', test_demo_api.READY_TIMEOUT)
+        os.killpg(demo.process.pid, signal.SIGTERM)
+        self.assertEqual(0, demo.finish(test_demo_api.STOP_BOUND),
+                         demo.output())
+        return demo.lines
+
+    def test_port_is_printed_with_how_to_keep_it(self):
+        lines = self.serve()
+        port = int(re.search(r'nova-api serves http://127\.0\.0\.1:(\d+)/',
+                             '\n'.join(lines)).group(1))
+        self.assertIn('Port: %d, a free one chosen for this run (another '
+                      'each run): --port %d asks for this one again.'
+                      % (port, port), lines)
+        # Run again with the --port it printed: nova-api serves there.
+        lines = self.serve('--port', str(port))
+        self.assertIn('nova-api serves http://127.0.0.1:%d/v2.1' % port,
+                      '\n'.join(lines))
+        self.assertIn('Port: %d (--port %d).' % (port, port), lines)
