@@ -267,7 +267,10 @@ has), and they converge. A run that fails (placement unreachable or
 answering 5xx, a cell database that does not answer) logs an error
 naming what failed, starts no write after a placement failure (and no
 removal if it came while nodes were being added), leaves an unreadable
-cell's aggregate as it is, and the next run starts over. A provider
+cell's aggregate as it is (each cell database is read within
+``[cellsched] list_cell_timeout``; one that does not answer is skipped
+with a WARNING naming it, the others are synced), and the next run
+starts over. A provider
 another writer keeps changing is tried 5 times with a growing pause; a
 run gives up on further updates once 20 providers gave up. Each run
 costs one API database query, one query per cell database and one
@@ -275,7 +278,8 @@ placement request per cell when nothing changed.
 The first run starts one interval after nova-scheduler started, so that
 forking its workers does not wait for it; a worker forked later (one
 restarted after it died) waits for a run in progress to end, so that it
-never inherits a lock the run holds. A run never removes past
+never inherits a lock the run holds, at most ``list_cell_timeout`` + 60
+seconds. A run never removes past
 ``[cellsched] aggregate_sync_max_removal``. Same meaning of the values as
 nova's ``[scheduler] discover_hosts_in_cells_interval``, with which it
 pairs well: host discovery maps a new compute host to its cell, this sync
@@ -318,8 +322,9 @@ a wrong, empty or restored database lists none (or another cell's), and
 the sync would then empty the aggregate, after which the placement
 pre-filter finds no host for the projects dedicated to that cell. So a
 sync that would remove every member of a cell's aggregate, or more than
-this share of them (counting only the members no cell database lists:
-a provider another cell's database lists has moved there and is moved),
+this share of them (the members no cell database lists and those
+another cell's database lists, which would move there, alike: two cell
+mappings pointed at each other's databases hold both cells),
 changes nothing in that aggregate (no addition
 either) and fails for that cell, naming it and the counts
 (``sync-aggregates`` on stderr, exiting 4; the periodic sync in an ERROR
@@ -387,6 +392,12 @@ a query. nova-api's start-up check of nova-compute versions through
 each cell nova's 60 seconds, as nova's check does, so that a cell that
 answers later than this still counts (a too old nova-compute there still
 stops nova-api from starting), and bounds its I/O by the same 60 seconds.
+The sync of the cell aggregates (``nova-cellsched sync-aggregates``,
+``check`` and nova-scheduler's periodic sync) gives each cell database
+this long, and bounds the PyMySQL I/O of its read by it: a cell that
+does not answer in time is skipped and left as it is, the others are
+synced. The commands read it when they start; nova-scheduler reads it at
+start (it is not mutable: a new value needs a restart).
 
 Possible values:
 
@@ -397,6 +408,8 @@ Related options:
 * ``[cellsched] list_max_workers``
 * ``[api] list_records_by_skipping_down_cells``: whether a listing that
   lost a cell still returns the others (nova's option, honoured here).
+* ``[cellsched] aggregate_sync_interval``: the periodic sync, which
+  reads each cell within this value.
 """),
     cfg.IntOpt(
         'list_max_workers',
