@@ -17,6 +17,7 @@ import configparser
 from importlib import metadata
 import os
 import re
+import subprocess
 
 from cliff import command as cliff_command
 import fixtures
@@ -153,3 +154,31 @@ class BoundedParametersTestCase(base.BaseTestCase):
             'connect_timeout=20&read_timeout=30'))
         self.assertIsNone(self.bounded('postgresql://u@h/x',
                                        'connect_timeout=20'))
+
+
+class PackagingTestCase(base.BaseTestCase):
+    """What pip shows of the package, and what it leaves in a checkout."""
+
+    TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+
+    def test_home_page_is_set_and_the_install_guide_uses_it(self):
+        setup_cfg = configparser.ConfigParser()
+        setup_cfg.read(os.path.join(self.TOP, 'setup.cfg'))
+        home = setup_cfg['metadata'].get('home_page', '')
+        self.assertRegex(home, r'^https://[a-z0-9.-]+/\S+$')
+        with open(os.path.join(self.TOP, 'doc', 'source', 'install',
+                               'index.rst')) as handle:
+            guide = handle.read()
+        self.assertNotIn('<the nova-cellsched repository>', guide)
+        self.assertIn('git clone %s /opt/src/nova-cellsched' % home, guide)
+        self.assertIn("pip install 'git+%s@<commit>'" % home, guide)
+
+    def test_what_pip_install_leaves_in_the_checkout_is_ignored(self):
+        """build/, the egg-info and pbr's AUTHORS and ChangeLog."""
+        left = ['build/lib/nova_cellsched/__init__.py',
+                'nova_cellsched.egg-info/PKG-INFO', 'AUTHORS', 'ChangeLog']
+        done = subprocess.run(
+            ['git', 'check-ignore', '--no-index', *left], cwd=self.TOP,
+            capture_output=True, text=True, check=False)
+        self.assertEqual(left, done.stdout.splitlines(), done.stderr)
