@@ -117,8 +117,10 @@ class RequestState:
     deadline: Any = None
 
     def cells_deadline(self, start: Callable[[], Any]) -> Any:
-        """The request's deadline: :attr:`deadline`, made by *start* the
-        first time."""
+        """The request's deadline (:attr:`deadline`); *start* makes it.
+
+        Made the first time only: every call of the request shares it.
+        """
         if self.deadline is None:
             self.deadline = start()
         return self.deadline

@@ -165,8 +165,10 @@ class CrossCellLister(abc.ABC):
     # What every listing does the same way.
 
     def start(self, cells: Sequence[str]) -> None:
-        """The listing's clock starts: a budget per cell (and its own
-        :attr:`deadline`, unless the request's was given)."""
+        """The listing's clock starts: a budget per cell.
+
+        And its own :attr:`deadline`, unless the request's was given.
+        """
         if self._own_deadline:
             self.deadline = request_deadline(self.cell_timeout)
         self.budgets.update(

@@ -360,8 +360,11 @@ def one_decimal(ratio):
 
 
 class ClaimsTest(base.BaseTestCase):
-    """What README.rst and the guide say of support and speed is what the
-    matrix and the benchmark results say, release by release."""
+    """README.rst and the guide on support and speed, against the sources.
+
+    What they say is what the matrix and the benchmark results say,
+    release by release.
+    """
 
     def setUp(self):
         super().setUp()
