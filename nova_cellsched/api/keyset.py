@@ -134,12 +134,12 @@ def one_row_per_instance(query: Any) -> Any:
     last. A query without joins is returned as it is.
 
     Reads two attributes of SQLAlchemy's legacy ``Query`` that have no
-    public reader (the same in 1.4 and 2.0): ``_setup_joins``, the
+    public reader (the same in 1.4, 2.0 and 2.1): ``_setup_joins``, the
     ``join()`` calls made on it (nova's eager loads are options, not
-    joins), and ``_with_options``, nova's eager-load options. Their
-    writers, ``Query.join`` and ``Query.options``, are in
-    the ``keyset`` part's sources (:mod:`nova_cellsched.compat.parts`:
-    a SQLAlchemy whose source differs is refused at install), the
+    joins), and ``_with_options``, nova's eager-load options. The
+    ``keyset`` part checks that ``Query.join`` and ``Query.options``
+    fill them (:func:`nova_cellsched.compat.checks.keyset_sqlalchemy`:
+    a SQLAlchemy that does not is refused at install), the
     self-test (:mod:`.selftest`, ``nova-cellsched check --selftest``)
     lists with ``tags-any`` both ways, and
     ``tests/functional/test_api_rows.py`` fails if either changes.

@@ -61,8 +61,8 @@ class IncompatibleNova(Exception):
         self.problems = problems
         super().__init__(
             'nova-cellsched cannot serve nova-api server lists: %s. '
-            "nova's own lister stays in use. To fix: %s."
-            % ('; '.join(problems), compat_core.HOW_TO_FIX))
+            "nova's own lister stays in use.%s"
+            % ('; '.join(problems), compat_core.fix_for(problems)))
 
 
 def check() -> None:

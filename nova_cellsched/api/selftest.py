@@ -618,16 +618,21 @@ def run(replacement: Callable[..., Any] | None = None,
         problem (its thread, on its private databases, is left to end).
 
     :mod:`.keyset`'s stand-in is in place while it runs, and is taken
-    out again after unless it was there before.
+    out again after unless it was there before. The behaviours the
+    parts rely on of libraries (:func:`.compat.checks.library_problems`:
+    SQLAlchemy's ``Query``, oslo's serialization) are checked first;
+    their problems are the self-test's too.
     """
     from nova_cellsched import compat
+    from nova_cellsched.compat import checks
 
     if replacement is None:
         from nova_cellsched.api import instance_list
         replacement = instance_list.REPLACEMENTS['get_instances_sorted']
     problems: list[str] = []
-    cancelled = threading.Event()
     started = time.monotonic()
+    libraries = checks.library_problems()
+    cancelled = threading.Event()
     pools = _nova_pools()
     # Its objects die with it: no collection of the whole process (nova
     # has loaded plenty) midway; the next one, after, frees them.
@@ -654,6 +659,6 @@ def run(replacement: Callable[..., Any] | None = None,
                         % (len(problems) - 5)]
     if worker.is_alive():
         cancelled.set()
-        return (['self-test did not finish within %g s' % timeout],
-                elapsed)
-    return list(problems), elapsed
+        return (libraries +
+                ['self-test did not finish within %g s' % timeout], elapsed)
+    return libraries + list(problems), elapsed

@@ -24,7 +24,8 @@ new file):
   the nova is no tested release, and the part is off too);
 - :func:`install` puts the parts that pass into nova, after the parts
   they require, and logs one WARNING per asked-for part that stays off,
-  naming the nova function and what to do;
+  naming the nova function (or the library, :mod:`.checks`) and what
+  to do;
 - :func:`restore` gives nova back exactly the attributes it had;
 - :func:`original` is nova's own of a replaced attribute, for the
   replacements that fall back to it.
@@ -331,16 +332,31 @@ def lacking(name: str, releases: Iterable[Release] | None = None
     return 'nova %s %s' % (hashing.nova_version(), fitting[-1].lacks[name])
 
 
-def _own_problems(part: parts_mod.Part) -> tuple[list[str], str | None]:
-    problems, adapter_name = source_problems(part)
+def _own_problems(part: parts_mod.Part,
+                  releases: Iterable[Release] | None = None
+                  ) -> tuple[list[str], str | None]:
+    releases = tuple(tested() if releases is None else releases)
+    problems, adapter_name = source_problems(part, releases)
     if not problems:
-        reason = lacking(part.name)
+        reason = lacking(part.name, releases)
         if reason is not None:
             # Its checks would only repeat what it lacks.
             return [reason], adapter_name
+    differs = bool(problems)
     for spec in part.checks:
+        if differs and spec in _library_checks():
+            # NOTE: they run nova's code, which differs: not the library.
+            continue
         problems.extend(_ours(spec, None)())
     return problems, adapter_name
+
+
+def _library_checks() -> set[str]:
+    """The ``module:function`` of each :data:`.checks.LIBRARY_CHECKS`."""
+    from nova_cellsched.compat import checks
+
+    return {'%s:%s' % (check.__module__, check.__name__)
+            for found in checks.LIBRARY_CHECKS.values() for check in found}
 
 
 def _with_requirements(names: Iterable[str]) -> list[str]:
@@ -361,12 +377,19 @@ def _with_requirements(names: Iterable[str]) -> list[str]:
     return wanted
 
 
-def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
+def check(names: Iterable[str] | None = None,
+          releases: Iterable[Release] | None = None
+          ) -> dict[str, list[str]]:
     """Per part (and the parts it requires): why it cannot be on.
 
     An empty list: the part fits the running nova. A part whose required
-    part does not fit has that part's problems. Changes nothing.
+    part does not fit has that part's problems. Its sources, then its
+    checks (library behaviours among them,
+    :data:`.checks.LIBRARY_CHECKS`). Changes nothing.
+
+    :param releases: the tested releases to match (default: all).
     """
+    releases = tuple(tested() if releases is None else releases)
     wanted = _with_requirements(
         [p.name for p in parts_mod.PARTS] if names is None else names)
     found: dict[str, list[str]] = {}
@@ -377,7 +400,7 @@ def check(names: Iterable[str] | None = None) -> dict[str, list[str]]:
             problems = []
             for required in part.requires:
                 problems.extend(found[required])
-            problems.extend(_own_problems(part)[0])
+            problems.extend(_own_problems(part, releases)[0])
             found[name] = problems
     return found
 
@@ -588,9 +611,24 @@ def install(names: Iterable[str], warn: bool = True
                 part = parts_mod.BY_NAME[name]
                 LOG.warning(
                     "nova-cellsched's part %s, which %s, is off: %s. "
-                    'Meanwhile %s. To fix: %s.', name, part.what,
-                    '; '.join(found[name]), part.off, HOW_TO_FIX)
+                    'Meanwhile %s.%s', name, part.what,
+                    '; '.join(found[name]), part.off,
+                    fix_for(found[name]))
     return found
+
+
+def fix_for(problems: Iterable[str]) -> str:
+    """`` To fix: ...`` for *problems*, or nothing if each says its own.
+
+    A library's problem (:class:`.checks.LibraryProblem`) names its fix
+    (nova's venv built with its upper-constraints); any other is fixed
+    by the nova-cellsched release tested with this nova.
+    """
+    from nova_cellsched.compat import checks
+
+    if all(isinstance(p, checks.LibraryProblem) for p in problems):
+        return ''
+    return ' To fix: %s.' % HOW_TO_FIX
 
 
 def restore(names: Iterable[str] | None = None) -> list[str]:

@@ -23,10 +23,12 @@ it there beside the default one's nova, then that release's tests.)
 It prints, for each relied-on source (:data:`.parts.PARTS`) that equals
 no version in the tested releases' tables (or in release *MAJOR*'s
 alone), what each part relies on it for, and the parts that would be
-off on this nova. With ``--tested-python``, the Python of a virtualenv
-holding a tested nova (the default venv's nova 34), each such source is
-shown beside that nova's text of it as a unified diff (``---`` tested,
-``+++`` running), read there by a subprocess (``--source-texts``).
+off on this nova (what ``nova-cellsched check`` finds: the parts'
+checks, libraries' behaviours among them, run too). With
+``--tested-python``, the Python of a virtualenv holding a tested nova
+(the default venv's nova 34), each such source is shown beside that
+nova's text of it as a unified diff (``---`` tested, ``+++`` running),
+read there by a subprocess (``--source-texts``).
 Then it prints the table of the running nova as a
 ``sources_nova<N>.py`` module. Read each changed source against what it
 is relied on for, adapt the release's adapter (``nova<N>.py``) if
@@ -273,13 +275,16 @@ def parts_off(changed: Iterable[str],
               releases: Sequence[core.Release]) -> dict[str, str]:
     """The parts that would be off on the running nova, and why.
 
-    A part is off when a source of it is in *changed* (equals no
-    version of *releases*), when a part it requires is off, or when the
-    releases its sources equal all lack it (:func:`.core.lacking`).
-    The parts' own checks (signatures, the thread model) are not run:
-    ``nova-cellsched check --api-paste`` runs them in the service.
+    What :func:`.core.check` finds against *releases*, as
+    ``nova-cellsched check`` does: a part is off when a source of it is
+    in *changed* (equals no version of *releases*; counted), when a
+    part it requires is off, when its sources equal no one release,
+    when the releases its sources equal all lack it
+    (:func:`.core.lacking`), or when one of its checks (a library's
+    behaviour, a signature, the thread model) fails.
     """
     changed = set(changed)
+    found = core.check(releases=releases)
     off: dict[str, str] = {}
     for part in parts_mod.PARTS:
         differing = [s.name for s in part.sources if s.name in changed]
@@ -290,10 +295,8 @@ def parts_off(changed: Iterable[str],
                 's' if len(differing) == 1 else '')
         elif required:
             off[part.name] = 'requires %s' % ', '.join(required)
-        else:
-            reason = core.lacking(part.name, releases)
-            if reason is not None:
-                off[part.name] = reason
+        elif found[part.name]:
+            off[part.name] = '; '.join(found[part.name])
     return off
 
 

@@ -16,10 +16,12 @@ The one declarative list (:data:`PARTS`). Each :class:`Part` names
 
 - its **targets**: every attribute of nova (or listener of SQLAlchemy,
   or entry of a nova list) it puts something of its own into, and what;
-- its **sources**: every nova function, class or value (and the few
-  library ones) whose code it relies on beyond the signature, and why.
-  Their hashes per tested nova release are in ``sources_nova*.py``; a
-  part is on only if each of its sources equals one tested version;
+- its **sources**: every nova function, class or value whose code it
+  relies on beyond the signature, and why. Their hashes per tested nova
+  release are in ``sources_nova*.py``; a part is on only if each of its
+  sources equals one tested version, all of one tested release. What
+  it relies on of a library is a behaviour check (``checks``,
+  :data:`.checks.LIBRARY_CHECKS`), never a source;
 - the parts it **requires** (off with them), its extra **checks**, and
   what nova does while it is **off**.
 
@@ -39,7 +41,7 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """A nova (or library) function, class, value or module relied on.
+    """A nova function, class, value or module relied on.
 
     :ivar module: its module, e.g. ``nova.context``.
     :ivar path: the attribute path in it (``API.get_all``); empty for
@@ -186,19 +188,13 @@ PARTS: tuple[Part, ...] = (
                    'reaches paginate_query through sqlalchemyutils, calls '
                    'only .all() on its answer, then '
                    '_instances_fill_metadata'),
-            # SQLAlchemy's, not nova's: keyset.one_row_per_instance reads
-            # two attributes of the legacy Query that have no public
-            # reader; these are their only writers (nova's tag filters
-            # join, its eager loads are options). The self-test's
-            # tags-any case (check --selftest) runs it.
-            Source('sqlalchemy.orm.query', 'Query.join',
-                   'appends each join() to Query._setup_joins '
-                   '(keyset.one_row_per_instance reads it)'),
-            Source('sqlalchemy.orm.query', 'Query.options',
-                   'appends the loader options to Query._with_options '
-                   '(keyset.one_row_per_instance reads it)'),
         ),
-        checks=('nova_cellsched.compat.checks:keyset_fits',),
+        # SQLAlchemy's Query._setup_joins and _with_options, which
+        # keyset.one_row_per_instance reads, are checked by what they do
+        # (keyset_sqlalchemy), not pinned by source: nova runs with any
+        # SQLAlchemy its requirements allow.
+        checks=('nova_cellsched.compat.checks:keyset_fits',
+                'nova_cellsched.compat.checks:keyset_sqlalchemy'),
     ),
     Part(
         name='lister',
@@ -215,6 +211,10 @@ PARTS: tuple[Part, ...] = (
                  'nova_cellsched.api.instance_list:scatter_gather_cells'),
         ),
         requires=('guard', 'keyset'),
+        # oslo.versionedobjects' obj_make_list (nova.objects.base's), which
+        # builds the rows' tag, service and PCI device lists, is checked
+        # by what it does, not pinned by source.
+        checks=('nova_cellsched.compat.checks:lister_object_lists',),
         sources=(
             Source('nova.compute.instance_list',
                    'get_instance_objects_sorted',
@@ -296,8 +296,6 @@ PARTS: tuple[Part, ...] = (
                    'reads a dict'),
             Source('nova.objects.service', 'Service._from_db_object',
                    'reads a dict'),
-            Source('nova.objects.base', 'obj_make_list',
-                   'builds lists from dicts'),
             Source('nova.utils', 'instance_meta', 'takes a dict as it is'),
             Source('nova.utils', 'instance_sys_meta',
                    'takes a dict as it is'),
@@ -408,10 +406,12 @@ PARTS: tuple[Part, ...] = (
             Swap(_SERVERS + ':ServersController', 'detail',
                  'nova_cellsched.api.validation:_served', wraps=True),
         ),
-        # jsonschema is relied on through its public API only, checked
-        # by jsonschema_problems, not pinned by source.
+        # The libraries (jsonschema's public API, oslo.serialization's
+        # JSON, oslo.versionedobjects' collections) are checked by what
+        # they do, not pinned by source.
         checks=('nova_cellsched.compat.checks:validation_stack',
-                'nova_cellsched.compat.checks:jsonschema_problems'),
+                'nova_cellsched.compat.checks:jsonschema_problems',
+                'nova_cellsched.compat.checks:validation_serialization'),
         sources=(
             Source(_SERVERS, 'ServersController.index',
                    "rebuilt: nova's decorators found in its stack, one "
@@ -434,16 +434,6 @@ PARTS: tuple[Part, ...] = (
             Source('nova.api.validation.validators', '',
                    '_SchemaValidator and the format checks, whose '
                    'verdicts on a string are remembered'),
-            Source('oslo_serialization.jsonutils', 'dumps',
-                   "the JSON nova's validation parses back"),
-            Source('oslo_serialization.jsonutils', 'to_primitive',
-                   "the JSON nova's validation parses back"),
-            Source('oslo_versionedobjects.fields', 'CoercedCollectionMixin',
-                   'the collections the views hand over'),
-            Source('oslo_versionedobjects.fields', 'CoercedDict',
-                   'the collections the views hand over'),
-            Source('oslo_versionedobjects.fields', 'CoercedList',
-                   'the collections the views hand over'),
         ),
     ),
     Part(

@@ -39,10 +39,6 @@ LACKS: dict[str, str] = {
 HASHES: dict[str, str] = {
     'nova.db.main.api.instance_get_all_by_filters_sort':
         '65e56b40aeb6b9baf6c39feea53e667b1537c97ee071e51771a87a5f4516ab63',
-    'sqlalchemy.orm.query.Query.join':
-        '30002ed71db389943ee11db11f261cf3d80f53beb93e0e7320609f7d40f80ba9',
-    'sqlalchemy.orm.query.Query.options':
-        'f9f11c04733fd15becc7d9c0dc7082038c5779088aa0248aa06108a058a520c8',
     'nova.compute.instance_list.get_instance_objects_sorted':
         'a5e04068580215f624534942655fb1d342df6a287108ace5432713ab689647d6',
     'nova.compute.instance_list.get_instances_sorted':
@@ -126,8 +122,6 @@ HASHES: dict[str, str] = {
         '7eb87f51109c03ad445d2d5dc967e51ce48d5b7a5d192daa99fe8941023dea70',
     'nova.objects.service.Service._from_db_object':
         'dcb7cf4283fb03806c798382b661de6cabcf61ccbe9769f433ff18e2b539519f',
-    'nova.objects.base.obj_make_list':
-        '7f0d89ccd6a685106c7ae3cf6ccb524af4fff003a09978c2ca2be8655372a530',
     'nova.utils.instance_meta':
         'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
@@ -219,23 +213,6 @@ HASHES: dict[str, str] = {
     # Recorded for the validation part, off here (LACKS).
     'nova.api.validation.validators':
         'fefd96ce0c19087ed7012409c5b817c65ecc34100da53c3e2a29cbe1699c196d',
-    # oslo.serialization 5.8.0 (2025.2): no type hints, the same call.
-    # Recorded for the validation part, off here (LACKS).
-    'oslo_serialization.jsonutils.dumps':
-        '90e2dac4be9c45183eaaa7891a438277364204dbeb7a31579c9ac4f18ea1b23a',
-    # oslo.serialization 5.8.0: no IPRange and Decimal branches; the same
-    # string for a datetime. Validation part off here (LACKS).
-    'oslo_serialization.jsonutils.to_primitive':
-        'c6fa3b334dcae513f0480a0063898f4a8033fdab14ea4a804a441d81751dd455',
-    'oslo_versionedobjects.fields.CoercedCollectionMixin':
-        'bab0db865f157b92eae2136e28c373c5bec9c0a08279dfa86580a3c2c55469af',
-    # oslo.versionedobjects 3.8.0 (2025.2): no type hints; a dict
-    # subclass serialized as the dict it is. Validation part off here
-    # (LACKS).
-    'oslo_versionedobjects.fields.CoercedDict':
-        'f7d9bcfce8bf373b5e78c6af9405dc9ebbd198ce72a7479a542ebb269ff8ff41',
-    'oslo_versionedobjects.fields.CoercedList':
-        '218332cad95160cb509f18bd86636cd6f06ae2f6bc7dd1e329ad8ddb7241ecbf',
     'nova.utils.raise_if_old_compute':
         '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
     'nova.objects.service.get_minimum_version_all_cells':

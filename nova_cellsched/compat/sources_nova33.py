@@ -26,10 +26,6 @@ ADAPTER = 'nova33'
 HASHES: dict[str, str] = {
     'nova.db.main.api.instance_get_all_by_filters_sort':
         '65e56b40aeb6b9baf6c39feea53e667b1537c97ee071e51771a87a5f4516ab63',
-    'sqlalchemy.orm.query.Query.join':
-        '30002ed71db389943ee11db11f261cf3d80f53beb93e0e7320609f7d40f80ba9',
-    'sqlalchemy.orm.query.Query.options':
-        'f9f11c04733fd15becc7d9c0dc7082038c5779088aa0248aa06108a058a520c8',
     'nova.compute.instance_list.get_instance_objects_sorted':
         'a5e04068580215f624534942655fb1d342df6a287108ace5432713ab689647d6',
     'nova.compute.instance_list.get_instances_sorted':
@@ -110,11 +106,6 @@ HASHES: dict[str, str] = {
         '7eb87f51109c03ad445d2d5dc967e51ce48d5b7a5d192daa99fe8941023dea70',
     'nova.objects.service.Service._from_db_object':
         'dcb7cf4283fb03806c798382b661de6cabcf61ccbe9769f433ff18e2b539519f',
-    # nova 33: takes item_cls as a required argument (34 derives it from the
-    # list's field and deprecates it). Both call item_cls._from_db_object on
-    # each dict as given; the plugin never calls it itself.
-    'nova.objects.base.obj_make_list':
-        '7f0d89ccd6a685106c7ae3cf6ccb524af4fff003a09978c2ca2be8655372a530',
     'nova.utils.instance_meta':
         'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
@@ -194,26 +185,6 @@ HASHES: dict[str, str] = {
         '9f660f44a3fbc53c1d8222671693c68601ddc5fa8f28b1c727acd903a0dbb0dc',
     'nova.api.validation.validators':
         '148c5598fe531cbc84a5b5ebb50d011947627176d3d90dcccf20d4e953dda6c8',
-    'oslo_serialization.jsonutils.dumps':
-        '1b1173c3db3c83d22a67433f5817329ab5b2b6ba8e6b33a1abb78d72959d865f',
-    # oslo.serialization 5.9.1 (2026.1): no netaddr.IPRange and
-    # decimal.Decimal branches. The compiler asks it for datetimes only,
-    # which both turn into the same string; neither type is in a view.
-    'oslo_serialization.jsonutils.to_primitive':
-        'a79813d6e15ab9cd91c76f3355454bb8fd59a4bc502ec36e78b959daa53db3e3',
-    # oslo.versionedobjects 3.9.0 (2026.1): the same code without type hints
-    # and Generic; the compiler matches these classes by identity only.
-    'oslo_versionedobjects.fields.CoercedCollectionMixin':
-        'bab0db865f157b92eae2136e28c373c5bec9c0a08279dfa86580a3c2c55469af',
-    # oslo.versionedobjects 3.9.0: the same code without type hints; a dict
-    # subclass that serializes as the dict it is.
-    'oslo_versionedobjects.fields.CoercedDict':
-        '210a7bbab9aa60a5720c574c45881653717ff8e4edf229dd75117528a3715641',
-    # oslo.versionedobjects 3.9.0: no __add__ (34 keeps coercing on +) and
-    # no type hints; a list subclass that serializes as the list it is, and
-    # the views never add to one.
-    'oslo_versionedobjects.fields.CoercedList':
-        '218332cad95160cb509f18bd86636cd6f06ae2f6bc7dd1e329ad8ddb7241ecbf',
     'nova.utils.raise_if_old_compute':
         '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
     'nova.objects.service.get_minimum_version_all_cells':

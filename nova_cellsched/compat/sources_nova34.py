@@ -22,10 +22,6 @@ ADAPTER = 'nova34'
 HASHES: dict[str, str] = {
     'nova.db.main.api.instance_get_all_by_filters_sort':
         '65e56b40aeb6b9baf6c39feea53e667b1537c97ee071e51771a87a5f4516ab63',
-    'sqlalchemy.orm.query.Query.join':
-        '30002ed71db389943ee11db11f261cf3d80f53beb93e0e7320609f7d40f80ba9',
-    'sqlalchemy.orm.query.Query.options':
-        'f9f11c04733fd15becc7d9c0dc7082038c5779088aa0248aa06108a058a520c8',
     'nova.compute.instance_list.get_instance_objects_sorted':
         'a5e04068580215f624534942655fb1d342df6a287108ace5432713ab689647d6',
     'nova.compute.instance_list.get_instances_sorted':
@@ -98,8 +94,6 @@ HASHES: dict[str, str] = {
         '7eb87f51109c03ad445d2d5dc967e51ce48d5b7a5d192daa99fe8941023dea70',
     'nova.objects.service.Service._from_db_object':
         'dcb7cf4283fb03806c798382b661de6cabcf61ccbe9769f433ff18e2b539519f',
-    'nova.objects.base.obj_make_list':
-        '506d90d622254c1c2ec49be8b5dff11f5a50a542e14aae2531cfe4fc85447aef',
     'nova.utils.instance_meta':
         'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
@@ -166,16 +160,6 @@ HASHES: dict[str, str] = {
         '9f660f44a3fbc53c1d8222671693c68601ddc5fa8f28b1c727acd903a0dbb0dc',
     'nova.api.validation.validators':
         '148c5598fe531cbc84a5b5ebb50d011947627176d3d90dcccf20d4e953dda6c8',
-    'oslo_serialization.jsonutils.dumps':
-        '1b1173c3db3c83d22a67433f5817329ab5b2b6ba8e6b33a1abb78d72959d865f',
-    'oslo_serialization.jsonutils.to_primitive':
-        'cfa81c13707103d7a83b07afa8a6d511e56c6b84efc817792983b72007769b89',
-    'oslo_versionedobjects.fields.CoercedCollectionMixin':
-        '31ed0b8280984d113432cb79ba96373983b6140c01e9c78e3823a6f9e13f0039',
-    'oslo_versionedobjects.fields.CoercedDict':
-        '843f98ef5e4f020a9d270c1b6db7b4a9150701926ef0e88650418e6940f24a22',
-    'oslo_versionedobjects.fields.CoercedList':
-        'b54b153c5d7e6b02e6de1eae48bdb85956bcfaabc33fed42ee2089af0592ae51',
     'nova.utils.raise_if_old_compute':
         '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
     'nova.objects.service.get_minimum_version_all_cells':
