@@ -595,6 +595,67 @@ Related options:
 * ``[cellsched] list_cell_timeout``: the deadline; twice it bounds a
   worker's I/O on PyMySQL connections.
 * ``[cellsched] api_lister``
+* ``[cellsched] cell_hold_down``: a cell that did not answer is not
+  asked at all for a while.
+"""),
+    cfg.FloatOpt(
+        'cell_hold_down',
+        default=0.0,
+        min=0.0,
+        help="""
+Seconds a cell that did not answer is held down in a process.
+
+A cell whose query in a listing did not answer within
+``list_cell_timeout`` (or whose database refused the connection) is held
+down for this long in the process that found it: its later listings,
+and the faults and volume lookups after them, report the cell down at
+once instead of waiting ``list_cell_timeout`` for it again (at 2.1 its
+servers are left out, from 2.69 on they are shown as ``UNKNOWN``, as for
+any cell that did not answer). Meanwhile one probe at a time reads the
+cell in the background, about every ``cell_probe_interval`` seconds; the
+first probe that answers ends the hold-down at once, so the cell's
+servers are back in the next listing. A probe that does not answer
+extends the hold-down. Each nova-api worker process keeps its own; its
+log says when a cell is held down and when it answers again, and an
+admin's ``Server-Timing`` header names the held cells.
+
+A change takes effect when nova-api's workers are reloaded (under uwsgi
+a SIGHUP to the master; under mod_wsgi a graceful restart).
+
+Possible values:
+
+* 0 (the default): never hold a cell down; every listing waits for
+  every cell.
+* A positive number of seconds; 30 covers a database failover.
+
+Related options:
+
+* ``[cellsched] cell_probe_interval``
+* ``[cellsched] list_cell_timeout``: what a listing waits for a cell
+  that is not held down, and what a probe waits for at most.
+"""),
+    cfg.FloatOpt(
+        'cell_probe_interval',
+        default=1.0,
+        min=0.1,
+        help="""
+Seconds between the probes of a held-down cell, about.
+
+Each probe is one bounded read of the cell in the background (a
+listing's first row); the interval is jittered by half of it either
+way, so that the API workers of a region do not probe in step. The
+first probe that answers ends the cell's hold-down.
+
+A change takes effect when nova-api's workers are reloaded (under uwsgi
+a SIGHUP to the master; under mod_wsgi a graceful restart).
+
+Possible values:
+
+* A number of seconds, at least 0.1 (default 1).
+
+Related options:
+
+* ``[cellsched] cell_hold_down``
 """),
     cfg.BoolOpt(
         'api_fast_validation',

@@ -66,6 +66,7 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import utils as nova_utils
+from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from nova_cellsched.api import guard
@@ -78,6 +79,7 @@ from nova_cellsched import conf as conf_mod
 from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
+from nova_cellsched import health
 from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import lister
 from nova_cellsched.listing import query as instance_query
@@ -96,6 +98,10 @@ ORIGINAL_SCATTER_GATHER_CELLS = nova_context.scatter_gather_cells
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
+
+#: The cells this process found not answering, held down a while
+#: (``[cellsched] cell_hold_down``).
+HEALTH = health.CellHealth()
 
 #: A worker's blocking calls on a cell end after this many
 #: ``list_cell_timeout``.
@@ -263,6 +269,7 @@ def _after_fork_in_child() -> None:
     _EXECUTOR_LOCK = threading.Lock()
     _EXECUTOR = None
     STUCK.forget()
+    HEALTH.forget()
 
 
 # NOTE: uwsgi without lazy-apps forks its workers after the master loaded
@@ -277,6 +284,77 @@ def shutdown() -> None:
         executor, _EXECUTOR = _EXECUTOR, None
     if executor is not None:
         executor.shutdown(wait=False)
+
+
+class CellHeldDown(Exception):
+    """A cell held down in this process (:data:`HEALTH`): not asked."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__('held down for %.0f s more after it did not '
+                         'answer' % seconds)
+
+
+def _health() -> health.CellHealth:
+    """:data:`HEALTH`, with this request's options."""
+    group = CONF[conf_mod.GROUP_NAME]
+    HEALTH.configure(group.cell_hold_down, group.cell_probe_interval)
+    return HEALTH
+
+
+def _not_answering(outcome: gather.Outcome[Any]) -> bool:
+    """Whether *outcome* is a cell that did not answer a bounded read:
+    it timed out, or its database refused or dropped the connection.
+    """
+    if outcome.status == gather.TIMED_OUT:
+        return True
+    return isinstance(outcome.error, (guard.ConnectFailed,
+                                      db_exception.DBConnectionError))
+
+
+def note_health(outcomes: Mapping[str, gather.Outcome[Any]]) -> None:
+    """What the cells' *outcomes* say of their health, into :data:`HEALTH`.
+    """
+    cells = _health()
+    for uuid, outcome in outcomes.items():
+        if outcome.ok:
+            cells.answered(uuid)
+        elif isinstance(outcome.error, CellHeldDown):
+            continue
+        elif _not_answering(outcome):
+            cells.failed(uuid, outcome.describe() or outcome.status)
+
+
+def probe(ctx: Any, cell_mapping: Any) -> None:
+    """Read one row of a held-down cell in the background, if one is due.
+
+    Bounded as a listing's read (:class:`_GuardedCalls`); its end tells
+    :data:`HEALTH` whether the cell answers again.
+    """
+    cells = _health()
+    uuid = cell_mapping.uuid
+    if not cells.claim_probe(uuid):
+        return
+    group = CONF[conf_mod.GROUP_NAME]
+    calls = _GuardedCalls(group.list_cell_timeout,
+                          group.api_stuck_queries_per_cell)
+    try:
+        with nova_context.target_cell(ctx, cell_mapping) as cctxt:
+            pass
+    except Exception as exc:
+        cells.probed(uuid, False, gather.describe_error(exc))
+        return
+    query = guard.Query(uuid)
+    future = gather.run_late(
+        calls.guarded, query, nova_side().batch, cctxt, {}, 1, [],
+        ['created_at'], ['desc'])
+
+    def done(ended: 'concurrent.futures.Future[Any]') -> None:
+        error = ended.exception()
+        cells.probed(uuid, error is None,
+                     '' if error is None else gather.describe_error(error))
+
+    future.add_done_callback(done)
 
 
 class CellsLister:
@@ -373,7 +451,7 @@ class _GuardedCalls:
         """*calls* through *in_cells*, each guarded; given-up ones stuck."""
         queries = {uuid: guard.Query(uuid) for uuid in calls}
         outcomes = in_cells({
-            uuid: (self._guarded, (queries[uuid], function) + args)
+            uuid: (self.guarded, (queries[uuid], function) + args)
             for uuid, (function, args) in calls.items()})
         for uuid, outcome in outcomes.items():
             if outcome.status == gather.TIMED_OUT:
@@ -385,8 +463,8 @@ class _GuardedCalls:
         with self._seconds_lock:
             return dict(self.cell_seconds)
 
-    def _guarded(self, query: guard.Query, function: Callable[..., Any],
-                 *args: Any) -> Any:
+    def guarded(self, query: guard.Query, function: Callable[..., Any],
+                *args: Any) -> Any:
         """Worker: *function* on one cell, its I/O bounded, tracked."""
         if not STUCK.begin(query):
             raise gather.CellTimeout(self.cell_timeout)
@@ -429,6 +507,8 @@ class _Listing(cross_cell.CrossCellLister):
         self.lister = CellsLister()
         #: Cell uuid -> context targeted at it (:meth:`targeted`).
         self.cctxts: dict[str, Any] = {}
+        #: The CellMappings held down, not asked (:data:`HEALTH`).
+        self.held: list[Any] = []
         #: Rows as dicts (:mod:`.rows`) where it knows every join.
         self.plain_rows = rows_mod.supports(columns_to_join)
         #: nova's side of the hooks (:func:`nova_side`).
@@ -476,10 +556,15 @@ class _Listing(cross_cell.CrossCellLister):
         """
         cell = cell_mapping
         elevated = self.nova.marker_context(self.ctx)
+        if _health().held(cell.uuid):
+            probe(self.ctx, cell)
+            raise self.nova.not_responding(cell.uuid)
         with nova_context.target_cell(elevated, cell) as cctxt:
-            outcome = self.in_cells(
+            outcomes = self.in_cells(
                 {cell.uuid: (self.nova.marker_row, (cctxt, marker))},
-                {cell.uuid: gather.Budget(self.cell_timeout)})[cell.uuid]
+                {cell.uuid: gather.Budget(self.cell_timeout)})
+        note_health(outcomes)
+        outcome = outcomes[cell.uuid]
         if outcome.status == gather.TIMED_OUT:
             raise self.nova.not_responding(cell.uuid)
         if outcome.error is not None:
@@ -509,6 +594,13 @@ class _Listing(cross_cell.CrossCellLister):
                     gather.TIMED_OUT,
                     error=gather.CellTimeout(self.calls.cell_timeout)))
                 continue
+            left = _health().snapshot().get(cm.uuid)
+            if left is not None:
+                self.lister.record(cm.uuid, gather.Outcome(
+                    gather.TIMED_OUT, error=CellHeldDown(left)))
+                self.held.append(cm)
+                probe(self.ctx, cm)
+                continue
             try:
                 with nova_context.target_cell(self.ctx, cm) as cctxt:
                     cctxts[cm.uuid] = cctxt
@@ -530,6 +622,7 @@ class _Listing(cross_cell.CrossCellLister):
             self.budgets)
         for uuid, outcome in outcomes.items():
             self.lister.record(uuid, outcome)
+        note_health(outcomes)
         return outcomes
 
     def _fetch(self, cctxt: Any, after: Sequence[Any] | None,
@@ -585,6 +678,7 @@ class _Listing(cross_cell.CrossCellLister):
         if timings is not None:
             report_timings(timings, cell_mappings, self.calls.seconds(),
                            self.lister)
+            timings.held.extend(cm.name or cm.uuid for cm in self.held)
         state = request_state.current()
         if state is not None:
             # The rest of this request (faults, block device mappings)
@@ -827,7 +921,7 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
     for cm in cell_mappings:
         if cm.uuid in skipped:
             results[cm.uuid] = _not_asked_again(cm.uuid)
-        elif calls.tripped(cm.uuid):
+        elif calls.tripped(cm.uuid) or _health().held(cm.uuid):
             results[cm.uuid] = nova_context.did_not_respond_sentinel
         else:
             try:
@@ -846,6 +940,7 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
         outcomes = calls.run(
             lambda guarded: gather.run_round(submit, guarded, budgets,
                                              wait), todo)
+        note_health(outcomes)
         timed_out = set()
         for uuid, outcome in outcomes.items():
             if outcome.ok:

@@ -79,6 +79,8 @@ class RequestTimings:
     cells: dict[str, float] = dataclasses.field(default_factory=dict)
     #: Cells reported down, by name (or uuid).
     down: list[str] = dataclasses.field(default_factory=list)
+    #: Of those, the cells held down in this process, not asked.
+    held: list[str] = dataclasses.field(default_factory=list)
 
     def add(self, name: str, seconds: float) -> None:
         self.phases[name] = self.phases.get(name, 0.0) + max(0.0, seconds)

@@ -93,8 +93,10 @@ def header(timings: RequestTimings, total: float, *,
     answered and, after it, the cells reported down (``slowest cell1
     12.0 ms; down cell4``): a cell the listing gave up on is what its
     ``dur`` waited for, and it has no time of its own to be the slowest
-    by. Without *cells* (the default) the header holds no cell's name,
-    uuid or time, and nothing about which or how many cells were down.
+    by; then the cells among them held down in this process, not asked
+    (``held cell4``). Without *cells* (the default) the header holds no
+    cell's name, uuid or time, and nothing about which or how many cells
+    were down.
     """
     metrics = []
     for name, seconds in timings.breakdown(total):
@@ -107,6 +109,8 @@ def header(timings: RequestTimings, total: float, *,
                                                      slowest[1] * 1000))
             if timings.down:
                 words.append('down %s' % ', '.join(sorted(timings.down)))
+            if timings.held:
+                words.append('held %s' % ', '.join(sorted(timings.held)))
             if words:
                 metric += ';desc=%s' % _quote('; '.join(words))
         metrics.append(metric)
@@ -119,14 +123,15 @@ def log_line(timings: RequestTimings, total: float
     parts = timings.breakdown(total)
     return (
         'Listed %(servers)d servers in %(total).1f ms (%(phases)s); '
-        'cells: %(cells)s; down: %(down)s',
+        'cells: %(cells)s; down: %(down)s; held: %(held)s',
         {'servers': timings.listed, 'total': parts[0][1] * 1000,
          'phases': ', '.join('%s %.1f ms' % (name, seconds * 1000)
                              for name, seconds in parts[1:]),
          'cells': ', '.join('%s %.1f ms' % (cell, seconds * 1000)
                             for cell, seconds in sorted(
                                 timings.cells.items())) or '-',
-         'down': ', '.join(sorted(timings.down)) or '-'})
+         'down': ', '.join(sorted(timings.down)) or '-',
+         'held': ', '.join(sorted(timings.held)) or '-'})
 
 
 class Middleware:

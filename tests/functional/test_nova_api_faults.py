@@ -191,6 +191,9 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
         self._heal()
         self.addCleanup(self._heal)
+        # No cell held down by an earlier test of this process.
+        api_instance_list.HEALTH.forget()
+        self.addCleanup(api_instance_list.HEALTH.forget)
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         # Parsed (no files), as nova-api's is: nova's policy reads it.
         CONF([], project='nova', default_config_files=[])
@@ -522,6 +525,48 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
                                       version='2.1', use_admin_context=True)
         shown = self.controller.show(req, server['id'])
         self.assertEqual(server['id'], shown['server']['id'])
+
+    def test_polls_during_a_freeze_do_not_wait_for_the_held_cell(self):
+        """Ten listings while cell3 is frozen: only the first waits for it.
+
+        The first listing waits ``list_cell_timeout`` for cell3 and holds
+        it down (``[cellsched] cell_hold_down``); the nine after it do
+        not wait for it at all, while a probe reads it about every
+        ``cell_probe_interval``. After the thaw a probe answers and
+        cell3's servers are back within a few probe intervals.
+
+        Regression: every poll waited the full ``list_cell_timeout``.
+        """
+        self.cfg.config(cell_hold_down=60.0, cell_probe_interval=0.5,
+                        group='cellsched')
+        bound = self.frozen_bound()
+        self.freeze()
+        healthy = self.uuids_of('cell0', 'cell1', 'cell2')
+        for n in range(10):
+            body, elapsed = self.detail()
+            self.assertEqual(healthy, self.ids(body))
+            if n == 0:
+                self.assertLessEqual(elapsed, bound)
+                self.assert_listing_waited()
+            else:
+                # Not a wait for cell3: far less than its timeout.
+                self.assert_listing_waited(within=CELL_TIMEOUT / 2)
+        cell3 = self.world.cells['cell3'].uuid
+        self.assertIn('Cell %s did not answer' % cell3, self.logs.output)
+        self.assertEqual([cell3],
+                         list(api_instance_list.HEALTH.snapshot()))
+        self.victim.thaw()
+        everything = self.uuids_of(*self.expected)
+        deadline = time.monotonic() + SAFETY
+        while True:
+            body, _ = self.detail()
+            if self.ids(body) == everything:
+                break
+            self.assertLess(time.monotonic(), deadline,
+                            "cell3's servers not back after the thaw")
+            time.sleep(0.1)
+        self.assertIn('Cell %s answers again' % cell3, self.logs.output)
+        self.assert_no_secret()
 
     def test_a_busy_worker_pool_costs_time_not_rows(self):
         """A task still queued at its call's wait runs on its own thread.

@@ -128,7 +128,17 @@ class LogLineTest(testtools.TestCase):
         line = fmt % args
         self.assertIn('Listed 3 servers in 2500.0 ms', line)
         self.assertIn('cell1 200.0 ms, cell2 2000.0 ms', line)
-        self.assertIn('down: cell3', line)
+        self.assertIn('down: cell3; held: -', line)
+
+    def test_held_cells_are_named_after_the_down_ones(self):
+        t = timings(gather=0.1)
+        t.down = ['cell3', 'cell4']
+        t.held = ['cell4']
+        fmt, args = server_timing.log_line(t, 0.2)
+        self.assertIn('down: cell3, cell4; held: cell4', fmt % args)
+        value = server_timing.header(t, 0.2, cells=True)
+        self.assertIn('down cell3, cell4; held cell4', value)
+        self.assertNotIn('cell4', server_timing.header(t, 0.2))
 
 
 class MiddlewareTest(testtools.TestCase):
