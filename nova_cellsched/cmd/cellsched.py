@@ -540,6 +540,10 @@ def _explain_cell(policy: policy_mod.Policy, project: str, cm: Any,
 class CellschedApp(app.App):
     """The cliff application behind ``nova-cellsched``."""
 
+    #: Python warnings met before the options were read (:func:`main`),
+    #: shown by :meth:`configure_logging` with ``-v`` or ``--debug``.
+    early_warnings: Sequence[warnings.WarningMessage] = ()
+
     def __init__(self) -> None:
         manager = commandmanager.CommandManager('nova_cellsched.cli')
         for name, cls in COMMANDS.items():
@@ -624,6 +628,15 @@ class CellschedApp(app.App):
             # keystoneauth's warning that version discovery failed comes
             # before our error line, which says it with how to fix it.
             logging.getLogger('keystoneauth').setLevel(logging.ERROR)
+        if self.options.verbose_level >= 2 or self.options.debug:
+            # The libraries' Python warnings, each once per place, those
+            # of start-up first; without -v or --debug, none (main()).
+            warnings.simplefilter('default')
+            for found in self.early_warnings:
+                warnings.showwarning(found.message, found.category,
+                                     found.filename, found.lineno,
+                                     line=found.line)
+        self.early_warnings = ()
 
     def initialize_app(self, argv: list[str]) -> None:
         if not argv or argv[0] in ('help', 'complete', 'demo'):
@@ -666,20 +679,23 @@ COMMANDS: dict[str, type[command.Command]] = {
 
 
 class _NotAService(logging.Filter):
-    """Drops nova's warning that a *service* runs in native threading mode.
+    """Drops nova's warnings about the concurrency mode of a *service*.
 
-    nova 32 and 33 log it as a WARNING (nova 32.2.1
-    ``nova/monkey_patch.py:101``, 33.0.2 ``:120``: "This is currently
-    experimental. Do not use it in production ..."), nova 34 as INFO
-    (34.0.0 ``:180``). Before the command configures logging, Python
+    nova 32 and 33 log that a service runs in native threading mode as a
+    WARNING (nova 32.2.1 ``nova/monkey_patch.py:101``, 33.0.2 ``:120``:
+    "This is currently experimental. Do not use it in production ..."),
+    nova 34 as INFO (34.0.0 ``:180``); nova 34 warns that the eventlet
+    mode is deprecated when ``OS_NOVA_DISABLE_EVENTLET_PATCHING`` asks
+    for it (``:160``). Before the command configures logging, Python
     prints such a warning on stderr, first line of every command's output;
     the command is not a nova service, and its threads are its own
     workers, not nova's.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(
-            'Service is starting with native threading')
+        return not str(record.msg).startswith((
+            'Service is starting with native threading',
+            'Eventlet based concurrency mode is deprecated'))
 
 
 def _use_native_threads() -> None:
@@ -713,12 +729,24 @@ def _use_native_threads() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``nova-cellsched``; return its exit code."""
-    # Like nova-api and nova-scheduler since 2026.1: native threads, no
-    # eventlet. The lister's workers are real threads.
-    _use_native_threads()
-    warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+    """Run ``nova-cellsched``; return its exit code.
+
+    The command prints its own lines only: Python warnings of the
+    libraries it imports are not printed, unless ``-v`` or ``--debug``
+    is given (then each once per place, as ``-W default`` prints them).
+    """
+    # NOTE(cellsched): recorded, not printed, until the options say:
+    # choosing the threading mode imports eventlet on nova 32 and 33
+    # (oslo.concurrency), whose 8-line deprecation warning (shown by
+    # default from eventlet 0.41) came before every command's output.
+    with warnings.catch_warnings(record=True) as early:
+        warnings.simplefilter('default')
+        # Like nova-api and nova-scheduler since 2026.1: native threads,
+        # no eventlet. The lister's workers are real threads.
+        _use_native_threads()
+    warnings.simplefilter('ignore')
     cli = CellschedApp()
+    cli.early_warnings = early
     try:
         return cli.run(list(sys.argv[1:] if argv is None else argv))
     except exception.CellschedError as exc:
