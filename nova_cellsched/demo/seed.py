@@ -18,13 +18,16 @@ ones nova's objects write (``Instance.create``): an ``instances`` row, an
 ``instance_extra`` row whose ``flavor`` is the JSON of a ``Flavor``
 object, an ``instance_info_caches`` row holding a ``NetworkInfo`` JSON,
 ``instance_system_metadata`` image properties, ``instance_metadata``, and
-the ``instance_mappings`` row in the API database. They are written with
+the ``instance_mappings`` and ``request_specs`` rows in the API database
+(the spec nova-api builds at boot, ``RequestSpec.from_components``,
+serialized as ``RequestSpec.create()`` stores it). They are written with
 bulk inserts, so thousands of instances take seconds, not hours.
 """
 
 import contextlib
 import dataclasses
 import datetime
+import functools
 import os
 import random
 import re
@@ -346,17 +349,92 @@ def project_ids(count: int, seed: int = 0) -> list[str]:
             for _ in range(count)]
 
 
-def _flavor_json(name: str, vcpus: int, memory_mb: int, root_gb: int,
-                 flavor_id: int) -> str:
+def _flavor(name: str, vcpus: int, memory_mb: int, root_gb: int,
+            flavor_id: int) -> Any:
+    """The ``Flavor`` object of one of :data:`FLAVORS` (id *flavor_id*)."""
     objects.register_all()
-    flavor = objects.Flavor(
+    return objects.Flavor(
         id=flavor_id, flavorid=str(flavor_id), name=name, vcpus=vcpus,
         memory_mb=memory_mb, root_gb=root_gb, ephemeral_gb=0, swap=0,
         rxtx_factor=1.0, vcpu_weight=0, disabled=False, is_public=True,
         extra_specs={'hw:cpu_policy': 'shared'}, description=None,
         created_at=None, updated_at=None, deleted_at=None, deleted=False)
+
+
+def _flavor_json(name: str, vcpus: int, memory_mb: int, root_gb: int,
+                 flavor_id: int) -> str:
+    flavor = _flavor(name, vcpus, memory_mb, root_gb, flavor_id)
     return str(jsonutils.dumps({'cur': flavor.obj_to_primitive(),
                                 'old': None, 'new': None}))
+
+
+#: Stand-ins in a request spec template, replaced per server (see
+#: :func:`_request_spec_template`): valid values of their fields, found
+#: nowhere else in the spec's JSON.
+_SPEC_INSTANCE = '5eed5eed-0000-4000-8000-00000000a001'
+_SPEC_IMAGE = '5eed5eed-0000-4000-8000-00000000a002'
+_SPEC_PROJECT = '5eed5eed5eed4000800000000000a003'
+_SPEC_USER = '5eed5eed-user-stand-in-a004'
+
+
+@functools.cache
+def _request_spec_template(flavor_index: int) -> str:
+    """The ``request_specs.spec`` nova-api stores at boot, for a flavor.
+
+    Built as nova-api builds it (``RequestSpec.from_components`` with the
+    image's metadata, the flavor, no NUMA topology nor PCI request, the
+    scheduler hints of a request that gave none, no availability zone
+    asked for, the ``default`` security group) and serialized as
+    ``RequestSpec.create()`` stores it, with stand-ins for the server's
+    uuid, image, project and user.
+    """
+    from nova import context as nova_context
+    from nova.objects import security_group as security_group_obj
+    from nova.scheduler import utils as scheduler_utils
+
+    objects.register_all()
+    name, vcpus, memory_mb, root_gb = FLAVORS[flavor_index]
+    flavor = _flavor(name, vcpus, memory_mb, root_gb, flavor_index + 1)
+    image = {'id': _SPEC_IMAGE, 'status': 'active', 'disk_format': 'qcow2',
+             'container_format': 'bare', 'min_disk': root_gb, 'min_ram': 0,
+             'properties': {'hw_rng_model': 'virtio'}}
+    spec = objects.RequestSpec.from_components(
+        nova_context.get_admin_context(), _SPEC_INSTANCE, image, flavor,
+        None, objects.InstancePCIRequests(requests=[]),
+        scheduler_utils.build_filter_properties({}, None, None, flavor),
+        None, None,
+        security_groups=security_group_obj.make_secgroup_list(
+            ['default']),
+        project_id=_SPEC_PROJECT, user_id=_SPEC_USER)
+    spec.is_bfv = False
+    spec.num_instances = 1
+    # NOTE: what create() writes: the spec less what nova never persists.
+    return str(spec._get_update_primitives()['spec'])
+
+
+def request_spec_row(instance: dict[str, Any]) -> dict[str, Any]:
+    """The ``request_specs`` row nova-api writes for a seeded *instance*.
+
+    :param instance: an ``instances`` row of :func:`generate` (``uuid``,
+        ``project_id``, ``user_id``, ``image_ref``, ``instance_type_id``
+        and ``created_at`` are read).
+    :raises ValueError: its ``instance_type_id`` is not one of
+        :data:`FLAVORS`.
+    """
+    index = int(instance['instance_type_id']) - 1
+    if not 0 <= index < len(FLAVORS):
+        raise ValueError(
+            'instance %s: expected an instance_type_id of the seed\'s '
+            'flavors (1-%d), got %r; seed it with seed_cell' % (
+                instance['uuid'], len(FLAVORS), instance['instance_type_id']))
+    spec = _request_spec_template(index)
+    for stand_in, value in ((_SPEC_INSTANCE, instance['uuid']),
+                            (_SPEC_IMAGE, instance['image_ref']),
+                            (_SPEC_PROJECT, instance['project_id']),
+                            (_SPEC_USER, instance['user_id'])):
+        spec = spec.replace(stand_in, jsonutils.dumps(value)[1:-1])
+    return {'instance_uuid': instance['uuid'], 'spec': spec,
+            'created_at': instance['created_at']}
 
 
 def _network_info_json(rng: random.Random, networks: int) -> str:
@@ -513,11 +591,16 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
               chunk: int = 500) -> int:
     """Insert *population* into the cell database (and its mappings).
 
+    With *api_url*, each instance also gets its ``instance_mappings`` row
+    (in cell *cell_id*) and the ``request_specs`` row nova-api wrote when
+    it was booted (:func:`request_spec_row`).
+
     :returns: the number of instance rows written (deleted included).
     """
     start = start or datetime.datetime(2023, 1, 1)
     tables = main_models.BASE.metadata.tables
     mappings = api_models.InstanceMapping.__table__
+    specs = api_models.RequestSpec.__table__
     cell_engine = sa.create_engine(cell_url)
     api_engine = sa.create_engine(api_url) if api_url else None
     total = population.rows
@@ -554,6 +637,8 @@ def seed_cell(cell_url: str, api_url: str | None, cell_id: int | None,
                          'project_id': p, 'user_id': us,
                          'queued_for_delete': d, 'created_at': start}
                         for u, p, us, d in (b['mapping'] for b in batch)])
+                    conn.execute(specs.insert(), [
+                        request_spec_row(b['instances']) for b in batch])
             written += len(batch)
             batch.clear()
             if progress is not None:
@@ -625,27 +710,36 @@ def analyze_statement(dialect: str, tables: Sequence[str]) -> str | None:
 
 def map_instances(api_url: str, cell_url: str, cell_id: int,
                   chunk: int = 2000) -> int:
-    """Write the API ``instance_mappings`` of every instance of a cell."""
+    """Write the API rows of every instance of a cell seeded by seed_cell.
+
+    Its ``instance_mappings`` row (in cell *cell_id*) and its
+    ``request_specs`` row (:func:`request_spec_row`).
+    """
     instances = main_models.Instance.__table__
     mappings = api_models.InstanceMapping.__table__
+    specs = api_models.RequestSpec.__table__
     cell_engine = sa.create_engine(cell_url)
     api_engine = sa.create_engine(api_url)
     written = 0
     try:
         with cell_engine.connect() as cell_conn:
-            rows = cell_conn.execute(sa.select(
+            rows = [row._asdict() for row in cell_conn.execute(sa.select(
                 instances.c.uuid, instances.c.project_id,
                 instances.c.user_id, instances.c.deleted,
-                instances.c.created_at)).all()
+                instances.c.created_at, instances.c.image_ref,
+                instances.c.instance_type_id))]
         for start in range(0, len(rows), chunk):
             with api_engine.begin() as conn:
                 conn.execute(mappings.insert(), [
-                    {'instance_uuid': uuid, 'cell_id': cell_id,
-                     'project_id': project, 'user_id': user,
-                     'queued_for_delete': bool(deleted),
-                     'created_at': created}
-                    for uuid, project, user, deleted, created
-                    in rows[start:start + chunk]])
+                    {'instance_uuid': row['uuid'], 'cell_id': cell_id,
+                     'project_id': row['project_id'],
+                     'user_id': row['user_id'],
+                     'queued_for_delete': bool(row['deleted']),
+                     'created_at': row['created_at']}
+                    for row in rows[start:start + chunk]])
+                conn.execute(specs.insert(), [
+                    request_spec_row(row)
+                    for row in rows[start:start + chunk]])
             written += len(rows[start:start + chunk])
     finally:
         cell_engine.dispose()
