@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+import futurist
 from futurist import waiters
 
 K = TypeVar('K')
@@ -225,16 +226,20 @@ def _outcome(future: 'concurrent.futures.Future[R]',
     return Outcome(OK, result=future.result())
 
 
-def run_late(function: Callable[..., R], *args: Any
+def run_late(function: Callable[..., R], *args: Any,
+             like: 'concurrent.futures.Future[Any] | None' = None
              ) -> 'concurrent.futures.Future[R]':
     """``function(*args)`` at once on a new thread; its future.
 
     The reserved capacity of :func:`gather`: a task still queued at its
-    call's wait runs here instead, whatever the executor is doing. A
-    daemon thread (a green thread where eventlet patched ``threading``),
-    ended by the task itself: its I/O bound is the task's own.
+    call's wait runs here instead, whatever the executor is doing. Its
+    future is of the class of *like* (the queued task's), so that both
+    can be waited on together: a green thread for futurist's green
+    futures (eventlet), else a daemon thread. The task ends itself: its
+    I/O bound is the task's own.
     """
-    future: concurrent.futures.Future[R] = concurrent.futures.Future()
+    future: concurrent.futures.Future[R] = (
+        concurrent.futures.Future() if like is None else type(like)())
     future.set_running_or_notify_cancel()
 
     def run() -> None:
@@ -245,7 +250,12 @@ def run_late(function: Callable[..., R], *args: Any
         else:
             future.set_result(result)
 
-    threading.Thread(target=run, name='cellsched-late', daemon=True).start()
+    if isinstance(future, futurist.GreenFuture):
+        import eventlet
+        eventlet.spawn_n(run)
+    else:
+        threading.Thread(target=run, name='cellsched-late',
+                         daemon=True).start()
     return future
 
 
@@ -283,8 +293,12 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
                 # A queued task's clock starts when a worker takes it:
                 # look again soon, so its deadline is kept once it runs.
                 timeouts.append(QUEUED_POLL)
-                if wait is not None:
-                    timeouts.append(wait.remaining() or 0.0)
+                left = None if wait is None else wait.remaining()
+                if left:
+                    # NOTE: once the wait is over, a task taken by a
+                    # worker (or run late) but not begun yet is polled,
+                    # not spun on: a green thread must get to run.
+                    timeouts.append(left)
             else:
                 own = deadlines[key].remaining()
                 if own is not None:
@@ -362,7 +376,8 @@ def run_round(submit: Callable[..., 'concurrent.futures.Future[R]'],
         with lock:
             # The new thread's gated() waits for the lock: its deadline
             # is in place before it begins.
-            future = run_late(gated, key, function, args)
+            future = run_late(gated, key, function, args,
+                              like=futures[key])
             deadlines[key] = budgets[key].start(future, pending=True)
         return future, deadlines[key]
 

@@ -364,6 +364,29 @@ class GreenThreadsTest(testtools.TestCase):
         self.assertEqual({'req-1': {'req-1'}, 'req-2': {'req-2'}}, seen)
 
 
+    def test_a_late_task_of_a_green_pool_is_green(self):
+        """A task queued past its wait runs on a green thread, its future
+        green too: futurist cannot wait on green and native ones at once.
+        """
+        import eventlet
+        import futurist
+
+        from nova_cellsched import gather
+
+        executor = futurist.GreenThreadPoolExecutor(max_workers=1)
+        self.addCleanup(executor.shutdown, wait=False)
+        release = threading.Event()
+        self.addCleanup(release.set)
+        executor.submit(release.wait, SAFETY)
+        eventlet.sleep(0)
+        outcomes = gather.run_round(
+            executor.submit, {'c1': (lambda: ['row'], ())},
+            {'c1': gather.Budget(SAFETY)}, gather.Deadline(0.2))
+        self.assertEqual(['row'], outcomes['c1'].result,
+                         outcomes['c1'].describe())
+        self.assertFalse(release.is_set(), 'waited for the busy worker')
+
+
 class EventletModeTest(testtools.TestCase):
     """:class:`GreenThreadsTest` in a child process in eventlet mode."""
 
@@ -383,5 +406,5 @@ class EventletModeTest(testtools.TestCase):
             report = out.read().decode(errors='replace')
         self.assertEqual(0, proc.returncode, report)
         # Both ran in eventlet mode (none skipped).
-        self.assertIn('Ran 2 tests', report)
+        self.assertIn('Ran 3 tests', report)
         self.assertNotIn('skip', report.lower())
