@@ -521,14 +521,20 @@ class TestAdapterHooks(_Base):
             asked.append(ctx)
             return []
 
-        module = self._release_with(cells_to_list=cells_to_list)
+        def all_cells():
+            # What nova lists when the project's cell list is empty.
+            asked.append('all cells')
+            return []
+
+        module = self._release_with(cells_to_list=cells_to_list,
+                                    all_cells=all_cells)
         self.assertIs(module, instance_list.nova_side())
         # nova's module calls ours for the rows, as in nova-api.
         self.assertTrue(cellsched_api.install())
         ctx = nova_context.get_admin_context()
         found, down = instance_list.get_instance_objects_sorted(
             ctx, {}, None, None, [], None, None)
-        self.assertEqual([ctx], asked)
+        self.assertEqual([ctx, 'all cells'], asked)
         self.assertEqual(([], []), (list(found), down))
 
     def test_a_down_cell_fails_the_listing_with_the_adapters_error(self):
