@@ -37,8 +37,13 @@ tests never time anything.
 runs right before one of this checkout's, and prints its medians and the
 ratio: this machine's speed has been seen to change by a factor of two
 within minutes, so a before/after comparison is only fair within one
-run. A fixed pure-Python loop is timed before and after as well and
-printed as the machine's speed at the time.
+run. The baseline runs the console script's code (``console_main``)
+from ``python -c``, not ``python -m`` (which imports the command's
+module twice). Then ``list --limit 20`` runs once more in each checkout,
+untimed, and the modules one imports that the other does not are
+printed: what start-up imports now that it did not. A fixed pure-Python
+loop is timed before and after as well and printed as the machine's
+speed at the time.
 
 ``--json PATH`` writes the results as JSON, ``--out DIR`` as
 ``DIR/startup.json`` and ``DIR/startup.md`` (``--name`` for another
@@ -54,6 +59,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -62,6 +68,22 @@ import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 TARGETS = {'list --limit 20': 1.0, '--help': 0.3}
+
+
+#: ``nova-cellsched`` as its console script runs it (argv[1:]); with
+#: ``BENCH_STARTUP_MODULES`` set, the names of the modules it imported
+#: are written to that file at exit.
+CONSOLE = """
+import atexit
+import os
+import sys
+path = os.environ.get('BENCH_STARTUP_MODULES')
+if path:
+    atexit.register(lambda: open(path, 'w').write('\\n'.join(sys.modules)))
+from nova_cellsched.cmd.cellsched import console_main
+sys.argv[0] = 'nova-cellsched'
+sys.exit(console_main())
+"""
 
 
 def command() -> list[str]:
@@ -104,6 +126,18 @@ def baseline_runner(checkout: str) -> dict[str, Any]:
     return {'cwd': checkout, 'env': env}
 
 
+def imported(args: list[str], **kwargs: Any) -> set[str]:
+    """The modules ``nova-cellsched *args*`` imports, in one run."""
+    env = dict(kwargs.pop('env', os.environ))
+    with tempfile.TemporaryDirectory() as tmp:
+        env['BENCH_STARTUP_MODULES'] = os.path.join(tmp, 'modules')
+        subprocess.run([sys.executable, '-c', CONSOLE] + args, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=env, **kwargs)
+        with open(env['BENCH_STARTUP_MODULES']) as modules:
+            return set(modules.read().split())
+
+
 def summary(runs: list[tuple[float, float]]) -> dict[str, Any]:
     times = [wall for wall, _cpu in runs]
     return {'median_s': statistics.median(times),
@@ -144,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
              '--help': cmd + ['--help']}
     base = baseline_runner(os.path.abspath(args.baseline)) \
         if args.baseline else None
-    base_cmd = [sys.executable, '-m', 'nova_cellsched.cmd.cellsched']
+    base_cmd = [sys.executable, '-c', CONSOLE]
     for argv in cases.values():
         run(argv)  # warm the file system cache and the bytecode
         if base:
@@ -162,6 +196,12 @@ def main(argv: list[str] | None = None) -> int:
         if base:
             results[name]['baseline'] = summary(base_runs)
     speed.append(reference_loop())
+    imports = None
+    if base:
+        listing = cases['list --limit 20'][len(cmd):]
+        now, then = imported(listing), imported(listing, **base)
+        imports = {'modules': len(now), 'baseline_modules': len(then),
+                   'added': sorted(now - then), 'gone': sorted(then - now)}
 
     print('%-18s %9s %9s %9s  %s' % ('command', 'median s', 'target s',
                                      'cpu s', 'runs s'))
@@ -180,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
                 '  baseline', b['median_s'], '', b['cpu_median_s'],
                 ' '.join('%.3f' % t for t in b['runs_s']),
                 b['median_s'] / result['median_s']))
+    if imports:
+        print('list --limit 20 imports %d modules, the baseline %d; '
+              'added: %s; gone: %s' % (
+                  imports['modules'], imports['baseline_modules'],
+                  ' '.join(imports['added']) or '-',
+                  ' '.join(imports['gone']) or '-'))
     print('machine speed: a fixed loop took %.3f s before the runs and '
           '%.3f s after' % tuple(speed))
     if over:
@@ -192,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         'measured': public_command(cmd),
         'baseline': {'commit': runinfo.commit(
             os.path.abspath(args.baseline))} if args.baseline else None,
-        'reference_loop_s': speed, 'results': results})
+        'reference_loop_s': speed, 'results': results, 'imports': imports})
     reporting.write_results(report, name=args.name, out=args.out,
                             json_path=args.json, render=render, indent=1,
                             sort_keys=False)
@@ -210,16 +256,24 @@ def render(report: dict[str, Any]) -> str:
     lines = ['# nova-cellsched command line: process start to exit', '',
              '%s.' % header, '',
              '| command | median s | target s | CPU median s | runs s | '
-             'baseline median s |',
-             '|---|---|---|---|---|---|']
+             'baseline median s | baseline CPU median s |',
+             '|---|---|---|---|---|---|---|']
     for name, result in report['results'].items():
         base = result.get('baseline')
-        lines.append('| `%s` | %.3f | %.1f | %.3f | %s | %s |' % (
+        lines.append('| `%s` | %.3f | %.1f | %.3f | %s | %s | %s |' % (
             name, result['median_s'], result['target_s'],
             result['cpu_median_s'],
             ' '.join('%.3f' % t for t in result['runs_s']),
             '%.3f (%.2fx)' % (base['median_s'], base['median_s'] /
-                              result['median_s']) if base else '-'))
+                              result['median_s']) if base else '-',
+            '%.3f' % base['cpu_median_s'] if base else '-'))
+    imports = report.get('imports')
+    if imports:
+        lines += ['', '`list --limit 20` imports %d modules, the baseline %d; '
+                  'added: %s; gone: %s.' % (
+                      imports['modules'], imports['baseline_modules'],
+                      ', '.join('`%s`' % m for m in imports['added']) or '-',
+                      ', '.join('`%s`' % m for m in imports['gone']) or '-')]
     lines += ['', 'Machine speed: a fixed loop took %.3f s before the runs '
               'and %.3f s after. A median over its target is reported, not '
               'a failure.' % tuple(report['reference_loop_s'])]

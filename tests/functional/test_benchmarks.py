@@ -24,6 +24,7 @@ import importlib.util
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -363,3 +364,36 @@ class StartupBenchmarkTest(base.BaseTestCase):
         self.assertEqual(2, text.count('over target\n'), text)
         self.assertIn('2 of 2 medians over target (reported, not a '
                       'failure', text)
+
+    def test_baseline_names_the_modules_only_one_of_them_imports(self):
+        """--baseline answers what start-up imports now that it did not."""
+        tmp = self.useFixture(fixtures.TempDir()).path
+        demo_dir = os.path.join(tmp, 'demo')
+        subprocess.run(bench_startup.command() + [
+            'demo', '--cells', '1', '--instances', '5', '--dir', demo_dir],
+            check=True, capture_output=True, timeout=300, cwd=tmp)
+        # A checkout whose list command imports one module more.
+        before = os.path.join(tmp, 'before')
+        shutil.copytree(os.path.join(TOP, 'nova_cellsched'),
+                        os.path.join(before, 'nova_cellsched'),
+                        ignore=shutil.ignore_patterns('__pycache__'))
+        with open(os.path.join(before, 'nova_cellsched', 'cmd',
+                               'list_cmd.py'), 'a') as module:
+            module.write('\nimport colorsys  # noqa: E402,F401\n')
+        self.useFixture(fixtures.MonkeyPatch(
+            'bench_startup.reference_loop', lambda: 0.0))
+        out = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out))
+        results = os.path.join(tmp, 'startup.json')
+        self.useFixture(fixtures.MonkeyPatch('sys.argv', [
+            'bench_startup.py', '--repeat', '1', '--dir', demo_dir,
+            '--baseline', before, '--json', results]))
+        self.assertEqual(0, bench_startup.main())
+        with open(results) as handle:
+            imports = json.load(handle)['imports']
+        self.assertEqual(([], ['colorsys']),
+                         (imports['added'], imports['gone']))
+        self.assertEqual(imports['baseline_modules'],
+                         imports['modules'] + 1)
+        out.seek(0)
+        self.assertIn('added: -; gone: colorsys\n', out.read())
