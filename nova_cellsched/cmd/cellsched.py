@@ -541,7 +541,7 @@ class CellschedApp(app.App):
     """The cliff application behind ``nova-cellsched``."""
 
     #: Python warnings met before the options were read (:func:`main`),
-    #: shown by :meth:`configure_logging` with ``-v`` or ``--debug``.
+    #: shown by :meth:`configure_logging` with ``-v``.
     early_warnings: Sequence[warnings.WarningMessage] = ()
 
     def __init__(self) -> None:
@@ -628,9 +628,10 @@ class CellschedApp(app.App):
             # keystoneauth's warning that version discovery failed comes
             # before our error line, which says it with how to fix it.
             logging.getLogger('keystoneauth').setLevel(logging.ERROR)
-        if self.options.verbose_level >= 2 or self.options.debug:
+        if self.options.verbose_level >= 2:
             # The libraries' Python warnings, each once per place, those
-            # of start-up first; without -v or --debug, none (main()).
+            # of start-up first; without -v, none (main()). Not with
+            # --debug alone: it adds tracebacks, nothing else.
             warnings.simplefilter('default')
             for found in self.early_warnings:
                 warnings.showwarning(found.message, found.category,
@@ -732,8 +733,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nova-cellsched``; return its exit code.
 
     The command prints its own lines only: Python warnings of the
-    libraries it imports are not printed, unless ``-v`` or ``--debug``
-    is given (then each once per place, as ``-W default`` prints them).
+    libraries it imports are not printed, unless ``-v`` is given (then
+    each once per place, as ``-W default`` prints them).
     """
     # NOTE(cellsched): recorded, not printed, until the options say:
     # choosing the threading mode imports eventlet on nova 32 and 33
