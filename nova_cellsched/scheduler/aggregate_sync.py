@@ -333,31 +333,6 @@ def bound_cell_io() -> bool:
     return not compat.install(['guard'])['guard']
 
 
-def _submit_on_thread(function: Callable[..., Any], *args: Any
-                      ) -> 'concurrent.futures.Future[Any]':
-    """``function(*args)`` on a daemon thread of its own; its future.
-
-    One thread per cell read: no read waits for a worker, and a read
-    stuck on a database whose driver has no I/O bound keeps neither a
-    pool nor the command's exit waiting.
-    """
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            result = function(*args)
-        except BaseException as exc:
-            future.set_exception(exc)
-        else:
-            future.set_result(result)
-
-    threading.Thread(target=run, name='cellsched-sync-cell',
-                     daemon=True).start()
-    return future
-
-
 def _read_bounded(nodes_of: Callable[[Any], frozenset[str]],
                   cell_mapping: Any, timeout: float | None
                   ) -> frozenset[str]:
@@ -412,8 +387,11 @@ def read_cells(placement: Placement, cell_mappings: Iterable[Any],
             for future in futures.values():
                 future.cancel()
             raise
+    # One thread per cell read (gather.run_late): no read waits for a
+    # worker, and a read stuck on a database whose driver has no I/O
+    # bound keeps neither a pool nor the command's exit waiting.
     outcomes = gather.run_round(
-        _submit_on_thread,
+        gather.run_late,
         {cm.uuid: (_read_bounded, (nodes_of, cm, timeout)) for cm in cells},
         {cm.uuid: gather.Budget(timeout) for cm in cells})
     for cm in cells:
