@@ -287,6 +287,17 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
     futures = dict(futures)
     pending = dict(futures)
     while pending:
+        if wait is not None and wait.remaining() == 0.0:
+            for key in [k for k in pending if deadlines[k].pending]:
+                # cancel() fails once a worker took the task (or for one
+                # run late already): its deadline begins soon.
+                if not pending[key].cancel():
+                    continue
+                if late is None:
+                    del pending[key]
+                else:
+                    futures[key], deadlines[key] = late(key)
+                    pending[key] = futures[key]
         timeouts = []
         for key in pending:
             if deadlines[key].pending:
@@ -303,25 +314,14 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
                 own = deadlines[key].remaining()
                 if own is not None:
                     timeouts.append(own)
+        if not pending:
+            break
         waiters.wait_for_all(list(pending.values()),
                              timeout=min(timeouts) if timeouts else None)
-        still = {}
-        for key, future in pending.items():
-            if future.done():
-                continue
-            if not deadlines[key].pending:
-                if deadlines[key].remaining() != 0.0:
-                    still[key] = future
-                continue
-            if (wait is None or wait.remaining() != 0.0 or
-                    not future.cancel()):
-                # Queued within its wait, or taken by a worker already
-                # (cancel() fails once it runs): its deadline begins.
-                still[key] = future
-            elif late is not None:
-                futures[key], deadlines[key] = late(key)
-                still[key] = futures[key]
-        pending = still
+        pending = {key: future for key, future in pending.items()
+                   if not future.done() and
+                   (deadlines[key].pending or
+                    deadlines[key].remaining() != 0.0)}
     return {key: _outcome(future, deadlines[key])
             for key, future in futures.items()}
 
