@@ -63,6 +63,7 @@ from nova_cellsched.api import instance_list as api_instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
+from nova_cellsched.listing import cross_cell
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -76,9 +77,10 @@ IO_TIMEOUT = api_instance_list.io_timeout(CELL_TIMEOUT)
 #: The bound the issue asks for: a frozen cell costs a request at most
 #: this more than the same request with every cell healthy.
 BOUND = CELL_TIMEOUT + 1.0
-#: A listing's bound while the pool is starved: a wait for a worker
-#: (list_cell_timeout at most), then a frozen cell's own budget.
-BUSY_BOUND = 2 * CELL_TIMEOUT + 1.0
+#: A request's bound while the pool is starved: its waits for a worker
+#: (REQUEST_FACTOR x list_cell_timeout in all), or a call's wait for a
+#: worker then a frozen cell's own budget (list_cell_timeout each).
+BUSY_BOUND = cross_cell.REQUEST_FACTOR * CELL_TIMEOUT + 1.0
 #: ``[cellsched] api_stuck_queries_per_cell`` in these tests.
 STUCK_CAP = 2
 #: Long enough never to be reached when the code works.
@@ -574,8 +576,9 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         The lister's only worker is held by other work (a frozen cell's
         query of another request, say) for far longer than
         ``list_cell_timeout``; the listing's tasks queue behind it. The
-        request still lists every cell, within the bound, without
-        waiting for the worker.
+        request still lists every cell without waiting for the worker:
+        its listing and the view's lookups after it wait for a worker at
+        most ``REQUEST_FACTOR x list_cell_timeout`` in all (+ 1 s).
 
         Regression: every cell was reported down (their tasks had not
         started by the deadline): an empty page from healthy cells.
@@ -584,7 +587,7 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         api_instance_list.shutdown()
         self.cfg.config(list_max_workers=1, group='cellsched')
         self.addCleanup(api_instance_list.shutdown)
-        bound = self.frozen_bound()
+        bound = self.frozen_bound() - BOUND + BUSY_BOUND
         release = threading.Event()
         self.addCleanup(release.set)
         busy = api_instance_list._executor().submit(release.wait, 60)
