@@ -21,7 +21,6 @@ cell databases are a SQLite CellWorld; compute nodes are rows written
 into them, with resource providers of the same uuids in placement.
 """
 
-import contextlib
 import time
 import urllib.parse
 import uuid as uuid_lib
@@ -29,7 +28,6 @@ import uuid as uuid_lib
 from nova.db.api import models as api_models
 import requests
 import sqlalchemy as sa
-from sqlalchemy import pool as sa_pool
 
 from nova_cellsched.demo import seed
 from tests.functional import db
@@ -94,15 +92,9 @@ class PlacementCliTestCase(test_cli.CliTestCase):
         """A compute_nodes row in *cell*, and its resource provider."""
         node = str(uuid_lib.uuid4())
         engine, table = self._nodes_table(cell)
-        row = {'uuid': node, 'host': node[:8],
-               'hypervisor_hostname': node[:8], 'deleted': 0}
-        for column in table.columns:
-            if (column.name not in row and not column.nullable and
-                    not column.primary_key and column.default is None):
-                row[column.name] = '' if isinstance(
-                    column.type, (sa.String, sa.Text)) else 0
         with engine.begin() as conn:
-            conn.execute(table.insert().values(**row))
+            conn.execute(table.insert().values(
+                **db.compute_node_row(table, node, node[:8])))
         if provider:
             self._placement('POST', '/resource_providers',
                             {'uuid': node, 'name': node})
@@ -534,24 +526,9 @@ class FrozenCellCliTest(PlacementCliTestCase):
     synced and checked, the frozen one is named and left as it is.
     """
 
-    @contextlib.contextmanager
     def _frozen(self, cell):
-        """Every table of *cell*'s database write-locked by another
-        session (``LOCK TABLES``, as ``Cloud.frozen_cell``): each query
-        of another session on them waits until the block ends.
-        """
-        engine = sa.create_engine(self.world.url_of(cell),
-                                  poolclass=sa_pool.NullPool)
-        self.addCleanup(engine.dispose)
-        with engine.connect() as conn:
-            tables = [str(row[0]) for row in
-                      conn.exec_driver_sql('SHOW TABLES').all()]
-            conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
-                '`%s` WRITE' % table for table in tables))
-            try:
-                yield
-            finally:
-                conn.exec_driver_sql('UNLOCK TABLES')
+        """*cell*'s database frozen for the block (:func:`db.frozen`)."""
+        return db.frozen(self.world.url_of(cell))
 
     def test_new_node_joins_while_another_cell_is_frozen(self):
         """cell1's database frozen: a node added to cell2 joins cell2's

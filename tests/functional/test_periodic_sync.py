@@ -23,6 +23,7 @@ wrongly; a storm of generation conflicts is bounded.
 # nova.tests first: importing it applies nova's eventlet monkey patching.
 from nova.tests.functional import integrated_helpers  # noqa: F401,I001
 
+import contextlib
 import threading
 import time
 import uuid as uuid_lib
@@ -503,14 +504,8 @@ class PeriodicSyncTest(prefilter.PrefilterTestBase):
         rows = []
         for _ in range(count):
             node = str(uuid_lib.uuid4())
-            row = {'uuid': node, 'host': 'bulk-' + node[:8],
-                   'hypervisor_hostname': node[:8], 'deleted': 0}
-            for column in table.columns:
-                if (column.name not in row and not column.nullable and
-                        not column.primary_key and column.default is None):
-                    row[column.name] = '' if isinstance(
-                        column.type, (sa.String, sa.Text)) else 0
-            rows.append(row)
+            rows.append(db.compute_node_row(table, node,
+                                            'bulk-' + node[:8]))
             resp = self.placement_api.client.post(
                 '/resource_providers', {'uuid': node, 'name': node},
                 version='1.20', global_request_id=None)
@@ -642,40 +637,20 @@ class FrozenCellPeriodicSyncTest(db.FunctionalTestCase):
         """A new compute node of *name*: its row, then its provider."""
         engine, table = self._engine(name)
         node = str(uuid_lib.uuid4())
-        row = {'uuid': node, 'host': 'new-' + node[:8],
-               'hypervisor_hostname': node[:8], 'deleted': 0}
-        for column in table.columns:
-            if (column.name not in row and not column.nullable and
-                    not column.primary_key and column.default is None):
-                row[column.name] = '' if isinstance(
-                    column.type, (sa.String, sa.Text)) else 0
         with engine.begin() as conn:
-            conn.execute(table.insert().values(**row))
+            conn.execute(table.insert().values(
+                **db.compute_node_row(table, node, 'new-' + node[:8])))
         self._provider(node)
         return node
 
     def _frozen(self, name):
         """Lock every table of *name*'s database until the cleanup (or
-        the returned thaw) runs.
+        the returned thaw) runs (:func:`db.frozen`).
         """
-        engine = sa.create_engine(self.world.url_of(name),
-                                  poolclass=sa_pool.NullPool)
-        conn = engine.connect()
-        tables = [str(row[0]) for row in
-                  conn.exec_driver_sql('SHOW TABLES').all()]
-        conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
-            '`%s` WRITE' % table for table in tables))
-        thawed = []
-
-        def thaw():
-            if not thawed:
-                thawed.append(True)
-                conn.exec_driver_sql('UNLOCK TABLES')
-                conn.close()
-                engine.dispose()
-
-        self.addCleanup(thaw)
-        return thaw
+        stack = contextlib.ExitStack()
+        stack.enter_context(db.frozen(self.world.url_of(name)))
+        self.addCleanup(stack.close)
+        return stack.close
 
     def _members(self, name):
         return set(self.api.members(self.world.uuid_of(name)))
