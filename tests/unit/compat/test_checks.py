@@ -26,9 +26,6 @@ import os
 
 import fixtures
 import nova.conf
-from nova import objects
-from oslo_config import fixture as config_fixture
-from oslotest import base
 
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import patch
@@ -39,6 +36,7 @@ from nova_cellsched.compat import hashing
 from nova_cellsched.compat import maintainer
 from nova_cellsched.compat import parts
 from tests import releases
+from tests.unit.compat import test_compat
 
 CONF = nova.conf.CONF
 
@@ -52,16 +50,8 @@ def _join_forgetting_its_joins(original):
     return join
 
 
-class _Base(base.BaseTestCase):
-
-    def setUp(self):
-        super().setUp()
-        objects.register_all()
-        self.useFixture(config_fixture.Config(CONF)).config(
-            connection='sqlite://', group='database')
-        compat.restore()
-        self.addCleanup(compat.restore)
-        self.addCleanup(cellsched_api.uninstall)
+class _Base(test_compat._Base):
+    """No part on at the start (as compat's own tests), on SQLite."""
 
     def forget_joins(self):
         from sqlalchemy.orm import query as sa_query
