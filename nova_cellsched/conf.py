@@ -729,6 +729,42 @@ Related options:
 * ``[cellsched] api_view_request_specs``
 """),
     cfg.BoolOpt(
+        'api_render_rows',
+        default=True,
+        help="""
+Render a served ``/servers`` and ``/servers/detail`` from the listed
+rows, without an Instance object per server.
+
+Only has an effect where the ``cellsched`` filter is in nova-api's
+``api-paste.ini`` pipelines, and on lists its lister served. nova builds
+a whole Instance object per listed server (its flavor, network cache,
+metadata, tags, services...) and its view builder reads them back
+field by field. With this option each server's body is built from the
+row the listing read, key for key as nova's view builds it at the
+request's microversion, with nova's policy checks once per request and
+nova's own calls for the availability zone, host status and security
+groups. A request at a microversion newer than the renderer knows
+(2.104), with an IP filter, or with a server the renderer does not take
+as nova would (no embedded flavor, an unreadable network cache, an
+``instance_name_template`` of other fields than the id) is rendered by
+nova's view, from nova's objects. The response is the same.
+
+Read on every request: set it to False and reload nova-api's workers
+(under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
+nova-api runs no mutate hooks) to go back to nova's objects and view.
+
+Possible values:
+
+* True (default): bodies from the rows.
+* False: nova's objects and view, as without the filter.
+
+Related options:
+
+* ``[cellsched] api_lister``: the lists this applies to.
+* ``[cellsched] api_view_bdms``, ``api_view_faults``,
+  ``api_view_request_specs``: the lookups both ways use.
+"""),
+    cfg.BoolOpt(
         'api_view_faults',
         default=True,
         help="""

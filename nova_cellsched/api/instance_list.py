@@ -71,6 +71,7 @@ from oslo_log import log as logging
 
 from nova_cellsched.api import guard
 from nova_cellsched.api import keyset
+from nova_cellsched.api import render
 from nova_cellsched.api import request_state
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
@@ -822,7 +823,11 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     # here, as in nova), timed apart from building the objects.
     db_rows = list(rows)
     with server_timing.phase('objects'):
-        instance_list = nova.instance_objects(ctx, db_rows, expected_attrs)
+        if render.wanted(filters, db_rows):
+            instance_list = render.stash(ctx, db_rows, expected_attrs)
+        else:
+            instance_list = nova.instance_objects(ctx, db_rows,
+                                                  expected_attrs)
     timings = server_timing.current()
     if timings is not None:
         timings.served = True

@@ -117,6 +117,9 @@ class RequestState:
     #: The request's deadline for its waits on the workers (a
     #: ``nova_cellsched.gather.Deadline``); None before its first call.
     deadline: Any = None
+    #: The listing's rows for the view to render
+    #: (a ``nova_cellsched.api.render.Stash``); None if it built objects.
+    stash: Any = None
 
     def cells_deadline(self, start: Callable[[], Any]) -> Any:
         """The request's deadline (:attr:`deadline`); *start* makes it.

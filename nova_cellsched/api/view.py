@@ -364,11 +364,15 @@ def timed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     Its wall time is the request's ``view`` phase; put in by
     :mod:`nova_cellsched.compat`.
     """
+    from nova_cellsched.api import render
+
+    rendered = render.index if name == 'index' else render.detail
+
     def view(self: Any, request: Any, instances: Any,
              cell_down_support: bool = False) -> Any:
         with server_timing.phase('view'):
-            return original(self, request, instances,
-                            cell_down_support=cell_down_support)
+            return rendered(self, request, instances, cell_down_support,
+                            original)
     view.__name__ = name
     view.__doc__ = ("nova's ``ViewBuilder.%s``, its wall time the request's "
                     '``view`` phase.' % name)

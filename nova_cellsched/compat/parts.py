@@ -395,6 +395,86 @@ PARTS: tuple[Part, ...] = (
         ),
     ),
     Part(
+        name='render',
+        what='renders served server lists from the listed rows '
+             '(api.render)',
+        off="nova builds an Instance object per listed server and its "
+            'view builder renders them',
+        service='nova-api',
+        # Put in through the lister's and the view's targets; on or off
+        # it changes nothing of nova's own.
+        targets=(),
+        requires=('lister', 'view'),
+        # The addresses view (views.ips from nova 32, views.addresses
+        # before) is checked by what it answers, not pinned by source.
+        checks=('nova_cellsched.api.render:addresses_check',),
+        sources=(
+            Source('nova.api.openstack.compute.servers',
+                   'ServersController._get_servers',
+                   'reads nothing of a listed server between get_all and '
+                   'the view but through fill_faults; detail and index '
+                   'are called with the list'),
+            Source('nova.compute.api', 'API.get_all',
+                   'reads only the uuid of a listed server but for an IP '
+                   'filter (which is not rendered)'),
+            Source(_VIEWS, 'ViewBuilder.show',
+                   'the detail body, key for key, per microversion'),
+            Source(_VIEWS, 'ViewBuilder.basic', 'the index body'),
+            Source(_VIEWS, 'ViewBuilder._get_addresses',
+                   'no addresses while building; the network cache'),
+            Source(_VIEWS, 'ViewBuilder._get_flavor',
+                   'the flavor by microversion (2.47)'),
+            Source(_VIEWS, 'ViewBuilder._get_flavor_dict',
+                   'the embedded flavor, extra specs by policy'),
+            Source(_VIEWS, 'ViewBuilder._get_image',
+                   'the image link; properties from 2.98'),
+            Source(_VIEWS, 'ViewBuilder._get_metadata', 'the metadata'),
+            Source(_VIEWS, 'ViewBuilder._get_vm_status',
+                   'DELETED, else status_from_state'),
+            Source(_VIEWS, 'ViewBuilder._get_host_id', 'generate_hostid'),
+            Source(_VIEWS, 'ViewBuilder._get_fault',
+                   "called with an object whose 'fault' is set"),
+            Source(_VIEWS, 'ViewBuilder._add_host_status',
+                   "called with objects of host, uuid and services"),
+            Source(_VIEWS, 'ViewBuilder._add_security_grps',
+                   'reads only the server dicts'),
+            Source('nova.api.openstack.common', 'ViewBuilder',
+                   'links: the href and bookmark prefixes end in /'),
+            Source('nova.api.openstack.common', 'url_join',
+                   'an empty last part ends the URL with /'),
+            Source('nova.api.openstack.common',
+                   'get_networks_for_instance_from_nw_info',
+                   "the addresses by network label: a label's fixed "
+                   'then floating addresses'),
+            Source('nova.network.model', 'IP',
+                   'the version from the address where none'),
+            Source('nova.network.model', 'FixedIP',
+                   "type 'fixed' where none; floating addresses"),
+            Source('nova.network.model', 'NetworkInfo',
+                   'hydrated from the JSON list'),
+            Source('nova.network.model', 'VIF', 'address and network'),
+            Source('nova.network.model', 'Network', 'label and subnets'),
+            Source('nova.network.model', 'Subnet', 'ips'),
+            Source('nova.objects.instance', 'Instance._flavor_from_db',
+                   "the current flavor is extra.flavor's 'cur'"),
+            Source('nova.objects.instance', 'Instance.get_network_info',
+                   'no info cache: no addresses'),
+            Source('nova.objects.instance', 'Instance.name.fget',
+                   'instance_name_template of the id'),
+            Source('nova.objects.instance', 'Instance._load_trusted_certs',
+                   "extra.trusted_certs's TrustedCerts primitive"),
+            Source('nova.compute.api', 'API.get_instances_host_statuses',
+                   'reads host, uuid and services'),
+            Source('nova.compute.api', 'API.get_instance_host_status',
+                   'reads host and services'),
+            Source('nova.availability_zones',
+                   'get_instance_availability_zone',
+                   "reads 'host' in, .host and .get('availability_zone')"),
+            Source('nova.utils', 'generate_hostid', 'hostId'),
+            Source('nova.utils', 'isotime', 'created, updated'),
+        ),
+    ),
+    Part(
         name='validation',
         what='validates each server-list response once, compiled '
              '(api.validation)',
@@ -513,7 +593,7 @@ PARTS: tuple[Part, ...] = (
 BY_NAME: dict[str, Part] = {part.name: part for part in PARTS}
 
 #: The parts the nova-api paste filter asks for.
-API_PARTS = ('lister', 'view', 'validation')
+API_PARTS = ('lister', 'view', 'render', 'validation')
 
 
 def all_sources() -> tuple[Source, ...]:

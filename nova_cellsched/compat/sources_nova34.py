@@ -184,4 +184,67 @@ HASHES: dict[str, str] = {
         '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
     'nova.scheduler.utils.resources_from_request_spec':
         '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
+    # Part render (api.render).
+    'nova.api.openstack.compute.servers.ServersController._get_servers':
+        '3fe7f5f13e7f1d91af9ce5601dd8f33288ce529f3d465e7ef028ab451731503e',
+    'nova.api.openstack.compute.views.servers.ViewBuilder.show':
+        '70ccb10b6cd967e8316e5618bd9c185ccf4c7eaa508f000ea12c9a6ce45aeed1',
+    'nova.api.openstack.compute.views.servers.ViewBuilder.basic':
+        '13c19885d2aa2ccec5222751cc4f5393580aabaeaaa33b02438c7d2c0fb43836',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_addresses':
+        '6da043ed7441f9a331a2deb47953a6b3298c26621e9d8ab5e87dce9ca8a34d1c',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_flavor':
+        'fc1897de264bf5608c321c48b6c432b70058d5fa934ab92dc94cf99dac2ee1dc',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_flavor_dict':
+        'b284feb52875921bb2e1eb6694f41ca7452ff40c72ba4581e95ce91a02ca0aa4',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_image':
+        '551eab5f9e0764b58716cffe5801df9efd76b0b3479ce334d64ac6e0b100c7cc',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_metadata':
+        'ec9e6ffe6e83e6f16dc0673b433a031f8d58214706b15279063643f487b0e1e3',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_vm_status':
+        'b2628a5cb63274715ed01e6387a6ed0c405da55f4ea316629a4e62c7453d30b9',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_host_id':
+        '77461c00eddc5dc45ba9d63b90a8a217e09128a789f2968c2b95967f988620d3',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._get_fault':
+        '9ace1c380b0a2324b805f93014122fc3d783d4c0967826f0152b8dde7e57a959',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._add_host_status':
+        '8655d09c892993ebe286d5f55250467a5a619b65de254e8df65d3787d31cf5f6',
+    'nova.api.openstack.compute.views.servers.ViewBuilder._add_security_grps':
+        '40bd39639809894d11e6c3ffa4b084495924622cebed3cf26fea4914f7472a33',
+    'nova.api.openstack.common.ViewBuilder':
+        'e2de69db234240f6512f0bf37cb0227fddeb44dd4ef9462d6f8787ce0e48dcc8',
+    'nova.api.openstack.common.url_join':
+        'a29511137cd4d0fbb57198e9d251a5914009c8877a945df603bfaf11b72322f5',
+    'nova.api.openstack.common.get_networks_for_instance_from_nw_info':
+        '3525a5dec6d2fded0a08f6eaf1c19cee08ff6bf17fa594177e59ac94c456667e',
+    'nova.network.model.IP':
+        '6c512ba99876d18b8d314df9da0e7b0ca02ebe603533d593b3bfe3c547636872',
+    'nova.network.model.FixedIP':
+        '4a29229d066bdbe5c6aa846926763b7751cb90cd088de639d5213e3eaa59a217',
+    'nova.network.model.NetworkInfo':
+        'e0dcf353dd8076821f5aa47bfbb57c59b4f31bdec1c362a50b86b91ff6268e56',
+    'nova.network.model.VIF':
+        'eaeb4c325672786e46078b6dcbfa6aa064aef99c00f6395579bef56217219389',
+    'nova.network.model.Network':
+        '7109cf4edb9d9159f652000b27910e35d5af9cf92017c3162326e5ae62f7587a',
+    'nova.network.model.Subnet':
+        '5ffdaeb204f95219e6840d59cdf716dc018b5c7ff6747392062565656f0ca916',
+    'nova.objects.instance.Instance._flavor_from_db':
+        '8b3712a422675ef1a78e33c0485ae8ca647c634f825322e139837298a08d30fc',
+    'nova.objects.instance.Instance.get_network_info':
+        '4e4454538a6c57c6b2c22671e4268e9de5264cb685fd069b1fc20ab47769128e',
+    'nova.objects.instance.Instance.name.fget':
+        '994343c9d95c42579f01ff1e45e3f01de44beb3842044c44ca5f22a61b98a5ed',
+    'nova.objects.instance.Instance._load_trusted_certs':
+        '5d54a465041eb662bd207fd3bc1a6c670484169c88cfea335e1628bb361bcb59',
+    'nova.compute.api.API.get_instances_host_statuses':
+        '3f77a1ebd47b832b6fb2456665608821afe1752fd60eba58dd8e299377d28c1b',
+    'nova.compute.api.API.get_instance_host_status':
+        '5549645b8c2366a539aa33a917d3fabad7c84de138efce26df6e97390390ae17',
+    'nova.availability_zones.get_instance_availability_zone':
+        'd54170fd454ae9e57219a4a487d1b9d04c4da429d5c9820c10118579734cced5',
+    'nova.utils.generate_hostid':
+        '164e8cedd4a107ce62ffb2157291ddc85d127471b17aba97a96b94d6b88fbb15',
+    'nova.utils.isotime':
+        '0d2c3b4279fd04d992a346a5c747d50c94610cedf4676d5756f85335100343ff',
 }

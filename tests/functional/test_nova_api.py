@@ -43,6 +43,7 @@ import os
 import urllib.parse
 
 import fixtures
+from nova.api.openstack import api_version_request
 import nova.conf
 from nova import context as nova_context
 from nova import objects
@@ -57,6 +58,7 @@ import testtools
 import testtools.content
 
 import nova_cellsched.api as cellsched_api
+from nova_cellsched.api import render
 from nova_cellsched import compat
 from tests.functional import nova_api
 from tests import server_timing_grammar as timing_grammar
@@ -306,8 +308,23 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         self.flags(api_lister=lister_on, group='cellsched')
         api.microversion = version
         before = cellsched_api.served()
+        rendered = render.USED.snapshot()
         response = api.api_request(url)
         after = cellsched_api.served()
+        parts = urllib.parse.urlsplit(url)
+        if (lister_on and response.status_code == 200 and
+                nova.conf.CONF.cellsched.api_render_rows and
+                parts.path in ('/servers', '/servers/detail') and
+                jsonutils.loads(response.content)['servers'] and
+                not {'ip', 'ip6'} & set(urllib.parse.parse_qs(parts.query))):
+            # Ours: the body was rendered from the rows, by the renderer
+            # or (a microversion it does not know) by nova's view. (An
+            # empty list and an IP filter's list are nova's view's.)
+            now = render.USED.snapshot()
+            self.assertEqual(
+                1, sum(now[k] - rendered[k] for k in now), url)
+            self.assertEqual(self.expect_rendered(version),
+                             now['rendered'] - rendered['rendered'], url)
         # The listing went through the lister the option names (or
         # failed before listing).
         served = 'cellsched' if lister_on else 'nova'
@@ -350,6 +367,14 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                 return found
             marker = servers[-1]['id']
         self.fail('more than 50 pages')
+
+    def expect_rendered(self, version):
+        """1 if the renderer knows *version* (else nova's view renders)."""
+        known = api_version_request.APIVersionRequest(render.MAX_VERSION)
+        asked = (api_version_request.max_api_version() if version ==
+                 'latest' else api_version_request.APIVersionRequest(
+                     version))
+        return int(asked <= known)
 
     # The tests
 
@@ -583,6 +608,30 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                     self.assertEqual(
                         {}, servers['srv-group']['scheduler_hints'])
         self.assertSameAnswer('/servers?all_tenants=1', 'latest')
+
+    def test_microversions_the_renderer_does_not_know_go_to_nova(self):
+        """Above ``render.MAX_VERSION``, nova's objects and view answer.
+
+        As when a new nova release adds a microversion: the renderer is
+        told it knows only up to 2.26 here, so 2.47 and later lists are
+        built by nova's view from nova's objects (the listing's same
+        rows), and the bodies are still nova's.
+        """
+        self.useFixture(fixtures.MockPatchObject(render, 'MAX_VERSION',
+                                                 '2.26'))
+        for version in ('2.26', '2.47', '2.96', 'latest'):
+            for path in ('/servers', '/servers/detail'):
+                self.assertSameAnswer(path + '?all_tenants=1', version)
+        self.assertSameAnswer('/servers/detail?limit=3', 'latest')
+
+    def test_api_render_rows_off_is_nova_view(self):
+        """``api_render_rows = False``: nova's objects and view."""
+        self.flags(api_render_rows=False, group='cellsched')
+        before = render.USED.snapshot()
+        for version in ('2.1', 'latest'):
+            for path in ('/servers', '/servers/detail'):
+                self.assertSameAnswer(path + '?all_tenants=1', version)
+        self.assertEqual(before, render.USED.snapshot())
 
     def test_api_lister_off_is_nova(self):
         """``api_lister = False``: nova's lister serves; on again: ours."""
