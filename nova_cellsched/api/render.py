@@ -72,6 +72,69 @@ LOG = logging.getLogger(__name__)
 USED = counters.Counts(('rendered', 'nova'))
 
 
+# Where nova's releases differ --------------------------------------------
+
+def _nova_major() -> int:
+    from nova_cellsched.compat import hashing
+
+    return int(hashing.nova_version().split('.')[0])
+
+
+class _Gates:
+    """What differs in the list bodies between the supported releases.
+
+    :ivar old_key_order: nova 31 and 32 build a detail server's keys
+        in the order of :data:`_OLD_ORDER` (``id`` first); nova 33
+        reordered ``ViewBuilder.show`` (``accessIPv4`` first).
+    :ivar all_image_properties: at 2.98 nova 31 shows every ``image_*``
+        system metadata key as an image property; nova 32 on only the
+        image properties nova knows, without None values.
+    """
+
+    def __init__(self, major: int) -> None:
+        self.old_key_order = major < 33
+        self.all_image_properties = major < 32
+
+
+_GATES: list[_Gates] = []
+
+
+def gates() -> _Gates:
+    """The running nova's gates (worked out once)."""
+    if not _GATES:
+        _GATES.append(_Gates(_nova_major()))
+    return _GATES[0]
+
+
+_EXT = 'OS-EXT-SRV-ATTR:'
+
+#: nova 31 and 32's key order of a detail server (before host_status and
+#: security_groups, which ``detail`` adds after).
+_OLD_ORDER = (
+    'id', 'name', 'status', 'tenant_id', 'user_id', 'metadata', 'hostId',
+    'image', 'flavor', 'created', 'updated', 'addresses', 'accessIPv4',
+    'accessIPv6', 'links', 'OS-DCF:diskConfig', 'fault', 'progress',
+    'OS-EXT-AZ:availability_zone', 'pinned_availability_zone',
+    'scheduler_hints', 'config_drive', 'key_name', 'OS-SRV-USG:launched_at',
+    'OS-SRV-USG:terminated_at', _EXT + 'host', _EXT + 'instance_name',
+    _EXT + 'hypervisor_hostname', _EXT + 'reservation_id',
+    _EXT + 'launch_index', _EXT + 'hostname', _EXT + 'kernel_id',
+    _EXT + 'ramdisk_id', _EXT + 'root_device_name', _EXT + 'user_data',
+    'OS-EXT-STS:task_state', 'OS-EXT-STS:vm_state', 'OS-EXT-STS:power_state',
+    'os-extended-volumes:volumes_attached', 'locked', 'locked_reason',
+    'description', 'tags', 'trusted_image_certificates')
+#: Where nova 31 and 32 put the 2.90 hostname of a server shown without
+#: the extended attributes: last.
+_OLD_ORDER_NO_EXT = tuple(k for k in _OLD_ORDER if k != _EXT + 'hostname'
+                          ) + (_EXT + 'hostname',)
+
+
+def _in_old_order(server: dict[str, Any], extended: bool
+                  ) -> dict[str, Any]:
+    order = _OLD_ORDER if extended else _OLD_ORDER_NO_EXT
+    return {key: server[key] for key in order if key in server}
+
+
 class NotRenderable(Exception):
     """A row (or request) this module does not render as nova would."""
 
@@ -531,6 +594,8 @@ def show_row(req: _Request, row: dict[str, Any], fault: Any,
         server['pinned_availability_zone'] = zone
     if at['2.100']:
         server['scheduler_hints'] = hints
+    if gates().old_key_order:
+        return _in_old_order(server, show_extended_attr)
     return server
 
 
@@ -556,12 +621,18 @@ def _image(req: _Request, row: dict[str, Any]) -> Any:
     if req.at['2.98']:
         prefix = utils.SM_IMAGE_PROP_PREFIX
         cut = len(prefix)
-        std = req.std_image_fields()
-        image['properties'] = {
-            key[cut:]: value
-            for key, value in row['system_metadata'].items()
-            if (key.startswith(prefix) and key[cut:] in std and
-                value is not None)}
+        if gates().all_image_properties:
+            image['properties'] = {
+                key[cut:]: value
+                for key, value in row['system_metadata'].items()
+                if key.startswith(prefix)}
+        else:
+            std = req.std_image_fields()
+            image['properties'] = {
+                key[cut:]: value
+                for key, value in row['system_metadata'].items()
+                if (key.startswith(prefix) and key[cut:] in std and
+                    value is not None)}
     return image
 
 
