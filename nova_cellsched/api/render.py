@@ -89,11 +89,16 @@ class _Gates:
     :ivar all_image_properties: at 2.98 nova 31 shows every ``image_*``
         system metadata key as an image property; nova 32 on only the
         image properties nova knows, without None values.
+    :ivar faults_per_cell: nova 33 on, ``InstanceList.fill_faults``
+        asks every cell for the listed servers' faults (which
+        :func:`.view.fill_faults` narrows); nova 31 and 32 ask the
+        list's own context, one query.
     """
 
     def __init__(self, major: int) -> None:
         self.old_key_order = major < 33
         self.all_image_properties = major < 32
+        self.faults_per_cell = major >= 33
 
 
 _GATES: list[_Gates] = []
@@ -155,6 +160,8 @@ class Stash:
         self.context = context
         self.rows = {row['uuid']: row for row in rows}
         self.expected_attrs = list(expected_attrs)
+        #: ``fill_faults`` left the faults to the renderer.
+        self.faults_deferred = False
 
 
 def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
@@ -213,14 +220,32 @@ def _take(instances: Iterable[Any]) -> Stash | None:
     return found
 
 
+def defer_faults(instance_list: Any) -> bool:
+    """True if the renderer will read the faults of *instance_list*.
+
+    :func:`.view.fill_faults` asks, from nova 33; the renderer then reads
+    the faults of the servers whose status shows one (and
+    :func:`materialize`, if nova's view renders after all, reads them as
+    ``fill_faults`` would have).
+    """
+    found = _take(instance_list)
+    if found is None:
+        return False
+    found.faults_deferred = True
+    return True
+
+
 def materialize(found: Stash, instances: Iterable[Any]) -> None:
     """Make each stashed server of *instances* nova's whole object.
 
     In place, from the same row, as the listing builds it otherwise
     (``Instance._from_db_object`` with the attributes nova asked for);
-    a fault that ``fill_faults`` set is kept.
+    a fault that ``fill_faults`` set is kept, and the faults it left to
+    the renderer are read as it reads them.
     """
     from nova import objects
+
+    from nova_cellsched.api import view as view_lookups
 
     expected = [a for a in found.expected_attrs if a != 'fault']
     for instance in instances:
@@ -232,6 +257,8 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
     state = request_state.current()
     if state is not None:
         state.stash = None
+    if found.faults_deferred:
+        view_lookups.fill_faults(instances)
 
 
 # The request's constants ------------------------------------------------
@@ -258,6 +285,33 @@ class _Request:
         self._image_links: dict[str, str] = {}
         self._flavors: dict[str, Any] = {}
         self._std_image_fields: frozenset[str] | None = None
+        self._host_ids: dict[tuple[Any, str], str] = {}
+        self._zones: dict[tuple[Any, Any], Any] = {}
+
+    def host_id(self, host: Any, project_id: Any) -> str:
+        """``hostId``: nova's ``generate_hostid``, once a host and project."""
+        from nova import utils
+
+        key = (host, str(project_id))
+        found = self._host_ids.get(key)
+        if found is None:
+            found = str(utils.generate_hostid(*key))
+            self._host_ids[key] = found
+        return found
+
+    def zone(self, row: dict[str, Any]) -> Any:
+        """nova's ``get_instance_availability_zone``, once per host and zone.
+
+        It reads only the server's host and availability zone (and
+        nova's zone cache, which a request reads once per host here).
+        """
+        from nova import availability_zones as avail_zone
+
+        key = (row['host'], row['availability_zone'])
+        if key not in self._zones:
+            self._zones[key] = avail_zone.get_instance_availability_zone(
+                self.context, _AzView(row))
+        return self._zones[key]
 
     def links(self, uuid: str) -> list[dict[str, str]]:
         return [{'rel': 'self', 'href': self.href + uuid},
@@ -498,9 +552,6 @@ def show_row(req: _Request, row: dict[str, Any], fault: Any,
 
     Key for key in nova's order (the body is serialized in it).
     """
-    from nova import availability_zones as avail_zone
-    from nova import utils
-
     at = req.at
     uuid = row['uuid']
     extra = row.get('extra') or {}
@@ -530,7 +581,7 @@ def show_row(req: _Request, row: dict[str, Any], fault: Any,
         'addresses': shown_addresses,
         'created': _isotime(row['created_at']),
         'flavor': shown_flavor,
-        'hostId': utils.generate_hostid(row['host'], str(row['project_id'])),
+        'hostId': req.host_id(row['host'], row['project_id']),
         'id': uuid,
         'image': _image(req, row),
         'links': req.links(uuid),
@@ -548,9 +599,7 @@ def show_row(req: _Request, row: dict[str, Any], fault: Any,
             server['fault'] = shown_fault
     if status in _PROGRESS:
         server['progress'] = row['progress']
-    zone_now = avail_zone.get_instance_availability_zone(req.context,
-                                                         _AzView(row))
-    server['OS-EXT-AZ:availability_zone'] = zone_now or ''
+    server['OS-EXT-AZ:availability_zone'] = req.zone(row) or ''
     server['config_drive'] = row['config_drive']
     server['key_name'] = row['key_name']
     server['OS-SRV-USG:launched_at'] = _naive(row['launched_at'])
@@ -748,6 +797,7 @@ def _detail(found: Stash, view: Any, request: Any,
         row = found.rows.get(instance.uuid)
         if row is not None:
             _check(req, row)
+    faults = _faults(found, instances)
     bdms = view._get_instance_bdms_in_multiple_cells(context, uuids)
     zones: dict[str, Any] = {}
     sched_hints: dict[str, Any] = {}
@@ -771,7 +821,10 @@ def _detail(found: Stash, view: Any, request: Any,
                     uuid, views.SCHED_HINTS_NOT_IN_REQUEST_SPEC)
             )['server'])
         else:
-            fault = instance.fault if 'fault' in instance else None
+            if found.faults_deferred:
+                fault = faults.get(uuid)
+            else:
+                fault = instance.fault if 'fault' in instance else None
             servers.append(show_row(
                 req, row, _Fault(fault), show_extra_specs,
                 show_extended_attr, bdms, zones.get(uuid),
@@ -787,6 +840,28 @@ def _detail(found: Stash, view: Any, request: Any,
     view._add_security_grps(request, list(body['servers']), instances)
     USED.count('rendered')
     return body
+
+
+def _faults(found: Stash, instances: Sequence[Any]) -> dict[str, Any]:
+    """The faults ``fill_faults`` left to the renderer: uuid -> fault.
+
+    Read only for the servers whose status shows one (ERROR, DELETED),
+    from each one's own cell. A server the listing did not serve has
+    none read here: nova's view reads its fault itself (``_load_fault``).
+    """
+    from nova_cellsched.api import view as view_lookups
+
+    if not found.faults_deferred:
+        return {}
+    rows = found.rows
+    wanted = [i.uuid for i in instances
+              if i.uuid in rows and _status(rows[i.uuid]) in _FAULT]
+    if not wanted:
+        return {}
+    cells = view_lookups._listed(found.context, wanted)
+    if cells is None:
+        return {}
+    return view_lookups.faults_in_cells(found.context, cells, wanted)
 
 
 def _check(req: _Request, row: dict[str, Any]) -> None:

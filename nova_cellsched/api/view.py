@@ -179,8 +179,79 @@ def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
 
 # Faults -------------------------------------------------------------------
 
-# Faults: the copy of nova's ``InstanceList.fill_faults`` is the
-# release's (nova_cellsched.compat.nova34.fill_faults).
+def faults_in_cells(ctxt: Any, cells: dict[str, Any], uuids: list[str]
+                    ) -> dict[str, Any]:
+    """uuid -> nova's latest InstanceFault of each of *uuids* that has one.
+
+    Each listed server's own cell (*cells*: uuid -> CellMapping) is asked
+    for its servers' faults only, on the listing's workers
+    (:func:`in_listed_cells`); a cell that fails or does not answer is
+    logged as nova's ``fill_faults`` logs it and its servers get none.
+    """
+    from nova import context as nova_context
+
+    USED.count('faults')
+    mappings, by_cell = _by_cell(cells, uuids)
+    results = in_listed_cells(ctxt, mappings.values(), _PerCell.faults,
+                              by_cell)
+    faults_by_uuid: dict[str, Any] = {}
+    for cell_uuid, faults in results.items():
+        if faults is nova_context.did_not_respond_sentinel:
+            LOG.warning('Cell %s did not respond when getting faults',
+                        cell_uuid)
+        elif isinstance(faults, Exception):
+            LOG.warning('Failed to get faults for cell %s', cell_uuid)
+        else:
+            for fault in faults:
+                faults_by_uuid[fault.instance_uuid] = fault
+    return faults_by_uuid
+
+
+def nova_fill_faults(instance_list: Any) -> Any:
+    """nova's own ``InstanceList.fill_faults`` of *instance_list*."""
+    from nova_cellsched import compat
+
+    return compat.original('nova.objects.instance:InstanceList',
+                           'fill_faults')(instance_list)
+
+
+def fill_faults(self: Any) -> Any:
+    """``InstanceList.fill_faults`` of a list this request's listing served.
+
+    From nova 33 nova asks every cell, cell0 included, for the faults of
+    all the listed servers. Here (``[cellsched] api_view_faults``):
+
+    * a list the renderer will render (:mod:`.render`) reads no fault
+      now: the renderer asks each server's own cell, for the servers
+      whose status shows a fault only (:func:`faults_in_cells`);
+    * another list this request's listing served: each listed server's
+      own cell is asked for its servers' faults (:func:`faults_in_cells`),
+      and every server gets its fault or None, as nova's.
+
+    Otherwise, and on nova 31 and 32 (which read the faults through the
+    list's own context, one query: nothing to narrow), nova's own.
+
+    :returns: the uuids of the servers a fault was found for, as nova's
+        (none yet for a list the renderer will render).
+    """
+    # Imported here: render imports this module.
+    from nova_cellsched.api import render
+
+    uuids = [inst.uuid for inst in self]
+    if not (uuids and _options()[2] and render.gates().faults_per_cell):
+        return nova_fill_faults(self)
+    found = render.defer_faults(self)
+    if found:
+        return []
+    cells = _listed(self._context, uuids)
+    if cells is None:
+        return nova_fill_faults(self)
+    faults_by_uuid = faults_in_cells(self._context, cells, uuids)
+    for instance in self:
+        instance.fault = faults_by_uuid.get(instance.uuid)
+        # NOTE: as nova's: set, so that reading it lazy-loads nothing.
+        instance.obj_reset_changes(['fault'])
+    return faults_by_uuid.keys()
 
 def _bdms_in_cell(cctxt: Any, by_cell: dict[str, list[str]]
                   ) -> dict[str, list[dict[str, Any]]]:
@@ -352,8 +423,6 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
     return zones, sched_hints
 
 
-# The copy of nova's ``ViewBuilder._list_view`` that takes the request
-# specs' fields lean is the release's (nova_cellsched.compat.nova34).
 
 
 # The view's phase ---------------------------------------------------------

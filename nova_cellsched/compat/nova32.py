@@ -12,31 +12,23 @@
 
 """nova 32's adapter: what of nova-cellsched differs by nova release.
 
-Only code that follows one nova release goes here: the copies of
-nova's functions the view lookups replace (:func:`list_view`,
-:func:`fill_faults`), the end of nova-api's start-up check
-(:func:`raise_if_too_old`) and how the lister's self-test finds and
-stops nova's worker pools (:func:`nova_pools`,
-:func:`reset_nova_pools`). :mod:`.core` picks the adapter per part:
-the newest tested release whose sources the part's all equal
+Only code that follows one nova release goes here: the end of nova-api's
+start-up check (:func:`raise_if_too_old`) and how the lister's self-test
+finds and stops nova's worker pools (:func:`nova_pools`,
+:func:`reset_nova_pools`). :mod:`.core` picks the adapter per part: the
+newest tested release whose sources the part's all equal
 (``sources_nova32`` for this one).
 
-nova 32 (2025.2) differs from nova 34 in what the view lookups may
-narrow and where its worker pools live. Its ``InstanceList.fill_faults``
-reads the faults through the list's own context, one query, not cell
-by cell (nova asks every cell from nova 33 on): :func:`fill_faults` is
-nova's own, unchanged. Its pools are ``nova.utils``' module globals
-(:func:`nova_pools`, :func:`reset_nova_pools`). Its ``_list_view``
-differs from nova 34's in a docstring only, and ``raise_if_old_compute``
-not at all: their copies here are nova 34's. ``diff nova32.py
-nova34.py`` is what changed.
+nova 32 (2025.2) differs from nova 34 in where its worker pools live
+(what its view and ``fill_faults`` do otherwise is gated where it
+differs: :mod:`nova_cellsched.api.render`). Its pools are
+``nova.utils``' module globals (:func:`nova_pools`,
+:func:`reset_nova_pools`). Its ``raise_if_old_compute`` is nova 34's,
+and so is the copy here. ``diff nova32.py nova34.py`` is what changed.
 """
 
-from collections.abc import Callable
 from typing import Any
 
-from nova_cellsched.api import view
-from nova_cellsched.compat import core
 # The lister's calls on nova (part ``lister``) and the request filter's
 # entry in nova's list (part ``request_filter``): nova 32 does there what
 # nova 34 does (the sources those parts rely on are nova 34's, or differ
@@ -51,90 +43,6 @@ from nova_cellsched.compat.nova34 import marker_context  # noqa: F401
 from nova_cellsched.compat.nova34 import marker_row  # noqa: F401
 from nova_cellsched.compat.nova34 import not_responding  # noqa: F401
 from nova_cellsched.compat.nova34 import require_cell_aggregates  # noqa
-
-_VIEW_BUILDER = 'nova.api.openstack.compute.views.servers:ViewBuilder'
-
-
-# The view lookups (part ``view``) ------------------------------------------
-
-#: Whether nova 32's ``InstanceList.fill_faults`` asks every cell: no,
-#: the list's own context only, so :func:`fill_faults` is nova's own.
-FILL_FAULTS_PER_CELL = False
-
-
-def fill_faults(self: Any) -> Any:
-    """nova 32's ``InstanceList.fill_faults``, unchanged.
-
-    nova 32 asks the list's own context for the latest faults, one
-    query on one database, not each cell: there is no cell to leave
-    out, so nova's own answers (the same faults as without
-    nova-cellsched).
-
-    :returns: the uuids of the servers a fault was found for, as nova's.
-    """
-    return core.original('nova.objects.instance:InstanceList',
-                         'fill_faults')(self)
-
-
-def list_view(self: Any, func: Callable[..., Any], request: Any,
-              servers: Any, coll_name: str, show_extra_specs: Any,
-              show_extended_attr: Any = None, show_host_status: Any = None,
-              show_sec_grp: Any = False, bdms: Any = None,
-              cell_down_support: bool = False) -> dict[str, Any]:
-    """nova 32's ``ViewBuilder._list_view``, the request specs read lean.
-
-    Line for line nova's (its source is pinned in ``sources_nova32``)
-    but for where the availability zones and scheduler hints come from
-    (:func:`view.request_spec_fields`); nova's own function where that does
-    not apply (below 2.96, the option off, a list this request's
-    listing did not serve).
-    """
-    from nova.api.openstack import api_version_request
-    from nova.api.openstack.compute.views import servers as views
-    from nova.objects import virtual_interface
-
-    context = request.environ['nova.context']
-    instance_uuids = [s.uuid for s in servers]
-    if (not api_version_request.is_supported(request, '2.96') or
-            not view._options()[1] or
-            view._listed(context, instance_uuids) is None):
-        answer: dict[str, Any] = core.original(_VIEW_BUILDER,
-                                               '_list_view')(
-            self, func, request, servers, coll_name, show_extra_specs,
-            show_extended_attr=show_extended_attr,
-            show_host_status=show_host_status, show_sec_grp=show_sec_grp,
-            bdms=bdms, cell_down_support=cell_down_support)
-        return answer
-    req_specs_dict, sched_hints_dict = view.request_spec_fields(
-        context, instance_uuids,
-        api_version_request.is_supported(request, '2.100'))
-
-    server_list = [
-        func(request, server,
-             show_extra_specs=show_extra_specs,
-             show_extended_attr=show_extended_attr,
-             show_host_status=show_host_status,
-             show_sec_grp=show_sec_grp, bdms=bdms,
-             cell_down_support=cell_down_support,
-             provided_az=req_specs_dict.get(
-                 server.uuid, views.AZ_NOT_IN_REQUEST_SPEC),
-             provided_sched_hints=sched_hints_dict.get(
-                 server.uuid, views.SCHED_HINTS_NOT_IN_REQUEST_SPEC)
-             )["server"]
-        for server in servers
-        # Filter out the fake marker instance created by the
-        # fill_virtual_interface_list online data migration.
-        if server.uuid != virtual_interface.FAKE_UUID]
-    servers_links = self._get_collection_links(request,
-                                               servers,
-                                               coll_name)
-    servers_dict = dict(servers=server_list)
-
-    if servers_links:
-        servers_dict["servers_links"] = servers_links
-
-    return servers_dict
-
 
 # The start-up check (part ``startup``) ------------------------------------
 

@@ -313,19 +313,15 @@ PARTS: tuple[Part, ...] = (
                  '_get_instance_bdms_in_multiple_cells',
                  'nova_cellsched.api.view:get_instance_bdms_in_multiple_cells',
                  static=True),
-            Swap(_VIEWS + ':ViewBuilder', '_list_view', 'adapter:list_view'),
             Swap(_VIEWS + ':ViewBuilder', 'index',
                  'nova_cellsched.api.view:timed', wraps=True),
             Swap(_VIEWS + ':ViewBuilder', 'detail',
                  'nova_cellsched.api.view:timed', wraps=True),
             Swap('nova.objects.instance:InstanceList', 'fill_faults',
-                 'adapter:fill_faults'),
+                 'nova_cellsched.api.view:fill_faults'),
         ),
         requires=('lister',),
         sources=(
-            Source(_VIEWS, 'ViewBuilder._list_view',
-                   "nova34.list_view is its copy, but for the request "
-                   "specs' fields"),
             Source(_VIEWS, 'ViewBuilder.index',
                    'timed as the view phase; calls _list_view'),
             Source(_VIEWS, 'ViewBuilder.detail',
@@ -382,8 +378,10 @@ PARTS: tuple[Part, ...] = (
             Source('nova.db.api.models', 'RequestSpec',
                    'id, instance_uuid, spec'),
             Source('nova.objects.instance', 'InstanceList.fill_faults',
-                   'replaced: nova34.fill_faults is its copy but for the '
-                   "cells asked and where (the listing's workers)"),
+                   'replaced: from nova 33 it asks every cell for the '
+                   "faults, which ours narrows to each listed server's "
+                   'own cell; before, ours calls it; it reads only the '
+                   "servers' uuids and sets each one's fault"),
             Source('nova.objects.instance_fault',
                    'InstanceFaultList.get_latest_by_instance_uuids',
                    "a cell's latest fault per server, whatever else is "

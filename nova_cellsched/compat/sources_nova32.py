@@ -126,10 +126,6 @@ HASHES: dict[str, str] = {
         'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
         '4db787143d646859b9bf701b3db353efae433235cc3ded069c8b8d05c54bd658',
-    # nova 32: a docstring word only (security group/groups); the same
-    # body, of which nova32.list_view is the copy.
-    'nova.api.openstack.compute.views.servers.ViewBuilder._list_view':
-        '7f63322e98a517eb16a31f74bf463633370b4bec152b0a6c95bfb9491042c874',
     'nova.api.openstack.compute.views.servers.ViewBuilder.index':
         '1f6ff88f77576632c736c1425199c383fb7630adad8488ab0b21de9c39618750',
     'nova.api.openstack.compute.views.servers.ViewBuilder.detail':
@@ -176,7 +172,7 @@ HASHES: dict[str, str] = {
         '897f6135786505651a1476679754b9352e3c865d561ebd47cc0bc3897efcb7cf',
     # nova 32: one InstanceFaultList query through the list's own context,
     # not every cell (nova asks every cell from 33 on). Different behaviour:
-    # nova32.fill_faults is nova's own, unchanged (nothing to narrow).
+    # api.view.fill_faults calls nova's own (nothing to narrow).
     'nova.objects.instance.InstanceList.fill_faults':
         '03c3d50af608bd4416060fdf7c7bc8c1034a91a998a269b815c5074d953d5f7d',
     'nova.objects.instance_fault.InstanceFaultList.get_latest_by_instance_uuids':

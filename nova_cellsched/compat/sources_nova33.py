@@ -110,8 +110,6 @@ HASHES: dict[str, str] = {
         'e7b0f045d4d137604bd5b75153809baabfc5d3c080b1953ba24d2d660ccf35bb',
     'nova.utils.instance_sys_meta':
         '4db787143d646859b9bf701b3db353efae433235cc3ded069c8b8d05c54bd658',
-    'nova.api.openstack.compute.views.servers.ViewBuilder._list_view':
-        '7f63322e98a517eb16a31f74bf463633370b4bec152b0a6c95bfb9491042c874',
     'nova.api.openstack.compute.views.servers.ViewBuilder.index':
         '1f6ff88f77576632c736c1425199c383fb7630adad8488ab0b21de9c39618750',
     'nova.api.openstack.compute.views.servers.ViewBuilder.detail':

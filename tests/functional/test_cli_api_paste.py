@@ -168,7 +168,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
         run = self.check(self.with_filter())
         self.assertEqual(0, run.code, run)
         table = run.table()
-        parts = ['guard', 'keyset', 'lister', 'view', 'validation',
+        parts = ['guard', 'keyset', 'lister', 'view', 'render', 'validation',
                  'startup']
         # nova 31's own file still has a noauth2 pipeline per composite,
         # which nova reads only with [api] auth_strategy = noauth2.

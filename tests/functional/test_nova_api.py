@@ -577,7 +577,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         from nova_cellsched.api import view
         # nova 31 and 32 read faults through the list's context, not
         # cell by cell: nothing to narrow, nova's own fill_faults runs.
-        per_cell = compat.adapter('view').FILL_FAULTS_PER_CELL
+        per_cell = render.gates().faults_per_cell
         for lean in (True, False):
             self.flags(api_view_bdms=lean, api_view_request_specs=lean,
                        api_view_faults=lean, group='cellsched')

@@ -153,13 +153,13 @@ class _Base(base.BaseTestCase):
 class TestMatchedAsASet(_Base):
 
     def test_a_source_passes_if_it_equals_any_tested_version(self):
-        """Another tested release with another _list_view: ours passes.
+        """Another tested release with another ``detail``: ours passes.
 
         The running nova's source equals its own release's version only
         (34.0.0 on nova 34); the part fits, and its adapter is the one of
         the release whose versions all its sources equal.
         """
-        name = VIEWS + '.ViewBuilder._list_view'
+        name = VIEWS + '.ViewBuilder.detail'
         self._with_release('35.0.0', {name: 'f' * 64})
         self.assertEqual({'lister': [], 'guard': [], 'keyset': [],
                           'view': []},
@@ -207,7 +207,6 @@ class TestMatchedAsASet(_Base):
                                      if not callable(getattr(adapter, n,
                                                              None))},
                              release.adapter)
-            self.assertIsInstance(adapter.FILL_FAULTS_PER_CELL, bool)
             self.assertLessEqual(set(release.lacks), set(parts.BY_NAME))
 
     def test_a_source_equal_to_an_older_release_passes(self):
@@ -235,15 +234,15 @@ class TestMatchedAsASet(_Base):
     def test_sources_of_two_releases_but_no_one_release_are_off(self):
         """Each source equals a tested release's, none has them all: off.
 
-        As nova 34 with nova 32's ``InstanceList.fill_faults``: nova 34's
-        adapter would put its per-cell ``fill_faults`` in for a function
-        that runs one query. Here the running table's ``fill_faults``
-        and another release's ``_list_view`` are changed: each running
-        source equals one of the two, the view's sources together
-        neither. One WARNING names both sources and their releases.
+        As a nova whose ``InstanceList.fill_faults`` is another
+        release's and whose view is this one's: the running table's
+        ``fill_faults`` and another release's ``detail`` are changed, so
+        that each running source equals one of the two, the view's
+        sources together neither. One WARNING names both sources and
+        their releases.
         """
         faults = 'nova.objects.instance.InstanceList.fill_faults'
-        list_view = VIEWS + '.ViewBuilder._list_view'
+        list_view = VIEWS + '.ViewBuilder.detail'
         running = _running_table()
         other = dataclasses.replace(
             running, version='35.0.0', lacks={},
@@ -390,7 +389,7 @@ class TestPerPartFallback(_Base):
         self.assertIn('parts on: %s;' % ', '.join(on), info)
         from nova.api.openstack.compute.views import servers as views
         self.assertEqual(VIEWS,
-                         views.ViewBuilder.__dict__['_list_view'].__module__)
+                         views.ViewBuilder.__dict__['index'].__module__)
 
     def test_check_says_which_part_is_off(self):
         self._changed_pinned_az()
