@@ -773,10 +773,13 @@ Read the faults of a served server list from each server's own cell.
 Only has an effect where the ``cellsched`` filter is in nova-api's
 ``api-paste.ini`` pipelines, and on lists its lister served. After the
 listing nova-api reads the latest fault of every listed server (shown
-for servers in ERROR): nova asks every cell, cell0 included, for the
-faults of all the listed servers. With this option only the cells of
-the listed servers are asked, each for its own servers, with nova's
-own query and objects; the response is the same.
+for servers in ERROR): from nova 33 nova asks every cell, cell0
+included, for the faults of all the listed servers. With this option
+only the cells of the listed servers are asked, each for its own
+servers (for a list rendered from the rows, only for the servers whose
+status shows a fault), with nova's own query and objects; the response
+is the same. nova 31 and 32 read the faults through the request's own
+context, one query: nova's lookup runs there either way.
 
 Read on every request: set it to False and reload nova-api's workers
 (under uwsgi a SIGHUP to the master; under mod_wsgi a graceful restart;
@@ -800,9 +803,10 @@ Read the pinned availability zone and scheduler hints of a served
 server list without building whole RequestSpec objects.
 
 Only has an effect where the ``cellsched`` filter is in nova-api's
-``api-paste.ini`` pipelines, on lists its lister served, at
-microversion 2.96 or later (``pinned_availability_zone``; 2.100 adds
-``scheduler_hints``). nova deserializes every listed server's whole
+``api-paste.ini`` pipelines, on lists rendered from the rows
+(``[cellsched] api_render_rows``), at microversion 2.96 or later
+(``pinned_availability_zone``; 2.100 adds ``scheduler_hints``). nova
+deserializes every listed server's whole
 request spec (flavor, image, NUMA topology, PCI requests...) into
 objects for these one or two fields. With this option the fields are
 read from the spec's JSON through the RequestSpec fields' own
@@ -824,6 +828,7 @@ Possible values:
 Related options:
 
 * ``[cellsched] api_lister``: the lists this applies to.
+* ``[cellsched] api_render_rows``: the lists this applies to.
 * ``[cellsched] api_view_bdms``
 """),
 ]

@@ -75,4 +75,4 @@ def api_parts_on():
     """
     lacks = running_table().lacks
     return [name for name in ('guard', 'keyset', 'lister', 'view',
-                              'validation') if name not in lacks]
+                              'render', 'validation') if name not in lacks]

@@ -245,19 +245,28 @@ HASHES: dict[str, str] = {
         '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
     'nova.scheduler.utils.resources_from_request_spec':
         '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
-    # Part render (api.render).
+    # Part render (api.render): as nova 34's but where commented.
+    # nova 31: is_supported(..., min_version=...) spelled with the keyword;
+    # the same path from get_all to fill_faults and the view.
     'nova.api.openstack.compute.servers.ServersController._get_servers':
         '13bac8d52c15f5614be0572317bc08989d065cabde73b255587e6c4f33ae78f4',
+    # nova 31: the detail body's keys in the old order (id first), gated
+    # in api.render (_Gates.old_key_order); the same fields.
     'nova.api.openstack.compute.views.servers.ViewBuilder.show':
         '5c33ca512713d314a27962c3b257a88e29a28f67272b88f1f37a8800035d2ff4',
     'nova.api.openstack.compute.views.servers.ViewBuilder.basic':
         '13c19885d2aa2ccec5222751cc4f5393580aabaeaaa33b02438c7d2c0fb43836',
+    # nova 31: the addresses builder is views.addresses' (the same class
+    # as 32's views.ips; api.render.addresses_check checks what it shows).
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_addresses':
         '94ebd1de916f3b76bd194f7ab02dcb5b6cafd7e82c5fd669da9f97a944670eb2',
+    # nova 31: is_supported(..., min_version=...) spelled with the keyword.
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_flavor':
         'ef74a4b062b6df7e218e3af4f3388402b453e7d16838524ef3fbdf5364e70d9c',
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_flavor_dict':
         'b284feb52875921bb2e1eb6694f41ca7452ff40c72ba4581e95ce91a02ca0aa4',
+    # nova 31: at 2.98 every image_* system metadata key, unfiltered, gated
+    # in api.render (_Gates.all_image_properties).
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_image':
         'd1520a795edfcfb57301e17bded604c926fca280dfedd4c97fd2e9c4ff451040',
     'nova.api.openstack.compute.views.servers.ViewBuilder._get_metadata':
@@ -270,6 +279,8 @@ HASHES: dict[str, str] = {
         '9ace1c380b0a2324b805f93014122fc3d783d4c0967826f0152b8dde7e57a959',
     'nova.api.openstack.compute.views.servers.ViewBuilder._add_host_status':
         '8655d09c892993ebe286d5f55250467a5a619b65de254e8df65d3787d31cf5f6',
+    # nova 31: a create_request branch for POST; the list's branch reads
+    # only the server dicts, as in 34.
     'nova.api.openstack.compute.views.servers.ViewBuilder._add_security_grps':
         'ee8c10be3fc8e83fb462d886679acc9e691519d877ec03d5b402812716dac22a',
     'nova.api.openstack.common.ViewBuilder':
@@ -282,8 +293,12 @@ HASHES: dict[str, str] = {
         '6c512ba99876d18b8d314df9da0e7b0ca02ebe603533d593b3bfe3c547636872',
     'nova.network.model.FixedIP':
         '4a29229d066bdbe5c6aa846926763b7751cb90cd088de639d5213e3eaa59a217',
+    # nova 31: one more method (live migration plug-time events); hydrate
+    # as in 34.
     'nova.network.model.NetworkInfo':
         'b66db56ea5cbdca53d234b260473b44c83266486dada476355a13009ca7676b6',
+    # nova 31: one more property (live migration plug-time event); its
+    # address and network as in 34.
     'nova.network.model.VIF':
         'd91d7600310481d84ae17c7afc0c4923d304e2457d81a39e6671b1a5aed47b71',
     'nova.network.model.Network':

@@ -236,9 +236,11 @@ HASHES: dict[str, str] = {
         '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
     'nova.scheduler.utils.resources_from_request_spec':
         '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
-    # Part render (api.render).
+    # Part render (api.render): as nova 34's but where commented.
     'nova.api.openstack.compute.servers.ServersController._get_servers':
         '3fe7f5f13e7f1d91af9ce5601dd8f33288ce529f3d465e7ef028ab451731503e',
+    # nova 32: the detail body's keys in the old order (id first), gated
+    # in api.render (_Gates.old_key_order); the same fields.
     'nova.api.openstack.compute.views.servers.ViewBuilder.show':
         'e162b83ddbcfb4c8f27926b87a2c048553a0a9f0a1928c068da75bd7e6539e22',
     'nova.api.openstack.compute.views.servers.ViewBuilder.basic':
@@ -261,6 +263,8 @@ HASHES: dict[str, str] = {
         '9ace1c380b0a2324b805f93014122fc3d783d4c0967826f0152b8dde7e57a959',
     'nova.api.openstack.compute.views.servers.ViewBuilder._add_host_status':
         '8655d09c892993ebe286d5f55250467a5a619b65de254e8df65d3787d31cf5f6',
+    # nova 32: a create_request branch for POST; the list's branch reads
+    # only the server dicts, as in 34.
     'nova.api.openstack.compute.views.servers.ViewBuilder._add_security_grps':
         'ee8c10be3fc8e83fb462d886679acc9e691519d877ec03d5b402812716dac22a',
     'nova.api.openstack.common.ViewBuilder':

@@ -207,7 +207,7 @@ HASHES: dict[str, str] = {
         '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
     'nova.scheduler.utils.resources_from_request_spec':
         '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
-    # Part render (api.render).
+    # Part render (api.render): as nova 34's but where commented.
     'nova.api.openstack.compute.servers.ServersController._get_servers':
         '3fe7f5f13e7f1d91af9ce5601dd8f33288ce529f3d465e7ef028ab451731503e',
     'nova.api.openstack.compute.views.servers.ViewBuilder.show':

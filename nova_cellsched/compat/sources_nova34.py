@@ -142,47 +142,6 @@ HASHES: dict[str, str] = {
         '9919dfed716cc029fe21f5f5a89f9a32df4d4adc1be5537c720058afedb3de70',
     'nova.context.scatter_gather_all_cells':
         '5500c7fac7ea81a7a8c2f2fec2cc5f3a60225a06effeaed248cf794f042a8826',
-    'nova.api.openstack.compute.servers.ServersController.index':
-        '1742579ada35f3e1c732561c0e647e60a1948e2d28a3456912d4d441db42e7a4',
-    'nova.api.openstack.compute.servers.ServersController.detail':
-        'c3ed549886b0326370e4100d951f77b372dfef3fc68d13d3b0f28a2039e925ce',
-    'nova.api.openstack.wsgi.expected_errors':
-        '8cdb2638c3bbe7dc5356f99c1bbb7aed72e840dca965e12869629fc15784f964',
-    'nova.api.openstack.wsgi.JSONDictSerializer':
-        '288620d5f7314b55b9d99292851503b4950ed2a5a53c6b82402332b94261e136',
-    'nova.api.validation._schema_validation_helper':
-        '8d760eae85f6a4fc9cfb983dd08c0c769de00a4aafb75122984b57feea8eee66',
-    'nova.api.validation.query_schema':
-        '708bf6ce0641a9c495a410a7b702550d620cdc5cedfef6fe3582046512f45a80',
-    'nova.api.validation.response_body_schema':
-        '9f660f44a3fbc53c1d8222671693c68601ddc5fa8f28b1c727acd903a0dbb0dc',
-    'nova.api.validation.validators':
-        '148c5598fe531cbc84a5b5ebb50d011947627176d3d90dcccf20d4e953dda6c8',
-    'nova.utils.raise_if_old_compute':
-        '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
-    'nova.objects.service.get_minimum_version_all_cells':
-        '71c64038fb71f7f81b650c81c5728b69816eef2c26e0a2bb862edf580247d8e3',
-    'nova.objects.service.Service._db_service_get_minimum_version':
-        '95fcce273f41c39e01911190c482acddd97546a4fb7cf85a237387ec12182c95',
-    'nova.db.main.api.service_get_minimum_version':
-        '4ce546369624675cbc265e20cf78fa1c67332fe0152bace12df499b34caa1721',
-    'nova.api.openstack.wsgi_app._setup_service':
-        '9c7339034632251517b9d23501696bb6e8c3e99ac6b4f6213583c84e90c01afd',
-    'nova.api.openstack.wsgi_app.init_application':
-        '4a849ba397d8519f78b483279bd082cbfc45af36bf5fb475c213e51f0262060d',
-    'nova.scheduler.request_filter.process_reqspec':
-        'dea7e0a7293e65bb5e2afed0b6cb78554e30027274de446296c25621aa873791',
-    'nova.scheduler.request_filter.trace_request_filter':
-        'a12106743c9b9d3b7b7cf3a270ae40f102654d77040227f3bbb751b8a15edb52',
-    'nova.objects.request_spec.Destination':
-        '0c9fd5ad75c427a55f65e303c7c8232c28f70598b9601415431a4f6e1ce58fb4',
-    'nova.scheduler.host_manager.HostManager.get_host_states_by_uuids':
-        'b380becf2119beff869f324317d48454bd8215465f3f19288ef8540165ecd356',
-    'nova.scheduler.host_manager.HostManager._get_computes_for_cells':
-        '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
-    'nova.scheduler.utils.resources_from_request_spec':
-        '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
-    # Part render (api.render).
     'nova.api.openstack.compute.servers.ServersController._get_servers':
         '3fe7f5f13e7f1d91af9ce5601dd8f33288ce529f3d465e7ef028ab451731503e',
     'nova.api.openstack.compute.views.servers.ViewBuilder.show':
@@ -245,4 +204,44 @@ HASHES: dict[str, str] = {
         '164e8cedd4a107ce62ffb2157291ddc85d127471b17aba97a96b94d6b88fbb15',
     'nova.utils.isotime':
         '0d2c3b4279fd04d992a346a5c747d50c94610cedf4676d5756f85335100343ff',
+    'nova.api.openstack.compute.servers.ServersController.index':
+        '1742579ada35f3e1c732561c0e647e60a1948e2d28a3456912d4d441db42e7a4',
+    'nova.api.openstack.compute.servers.ServersController.detail':
+        'c3ed549886b0326370e4100d951f77b372dfef3fc68d13d3b0f28a2039e925ce',
+    'nova.api.openstack.wsgi.expected_errors':
+        '8cdb2638c3bbe7dc5356f99c1bbb7aed72e840dca965e12869629fc15784f964',
+    'nova.api.openstack.wsgi.JSONDictSerializer':
+        '288620d5f7314b55b9d99292851503b4950ed2a5a53c6b82402332b94261e136',
+    'nova.api.validation._schema_validation_helper':
+        '8d760eae85f6a4fc9cfb983dd08c0c769de00a4aafb75122984b57feea8eee66',
+    'nova.api.validation.query_schema':
+        '708bf6ce0641a9c495a410a7b702550d620cdc5cedfef6fe3582046512f45a80',
+    'nova.api.validation.response_body_schema':
+        '9f660f44a3fbc53c1d8222671693c68601ddc5fa8f28b1c727acd903a0dbb0dc',
+    'nova.api.validation.validators':
+        '148c5598fe531cbc84a5b5ebb50d011947627176d3d90dcccf20d4e953dda6c8',
+    'nova.utils.raise_if_old_compute':
+        '122e06b93202052dbc364c166d8732196568e4a90c4ecb3461652f02a817e4c2',
+    'nova.objects.service.get_minimum_version_all_cells':
+        '71c64038fb71f7f81b650c81c5728b69816eef2c26e0a2bb862edf580247d8e3',
+    'nova.objects.service.Service._db_service_get_minimum_version':
+        '95fcce273f41c39e01911190c482acddd97546a4fb7cf85a237387ec12182c95',
+    'nova.db.main.api.service_get_minimum_version':
+        '4ce546369624675cbc265e20cf78fa1c67332fe0152bace12df499b34caa1721',
+    'nova.api.openstack.wsgi_app._setup_service':
+        '9c7339034632251517b9d23501696bb6e8c3e99ac6b4f6213583c84e90c01afd',
+    'nova.api.openstack.wsgi_app.init_application':
+        '4a849ba397d8519f78b483279bd082cbfc45af36bf5fb475c213e51f0262060d',
+    'nova.scheduler.request_filter.process_reqspec':
+        'dea7e0a7293e65bb5e2afed0b6cb78554e30027274de446296c25621aa873791',
+    'nova.scheduler.request_filter.trace_request_filter':
+        'a12106743c9b9d3b7b7cf3a270ae40f102654d77040227f3bbb751b8a15edb52',
+    'nova.objects.request_spec.Destination':
+        '0c9fd5ad75c427a55f65e303c7c8232c28f70598b9601415431a4f6e1ce58fb4',
+    'nova.scheduler.host_manager.HostManager.get_host_states_by_uuids':
+        'b380becf2119beff869f324317d48454bd8215465f3f19288ef8540165ecd356',
+    'nova.scheduler.host_manager.HostManager._get_computes_for_cells':
+        '72ad797b5c12307815a92cbc72a463af54f6d4e61845928e1453da574d48fd0a',
+    'nova.scheduler.utils.resources_from_request_spec':
+        '288bf56d35df668677faad8d4adeffb37567b7e1995c8db05070027799aee1ca',
 }

@@ -367,14 +367,22 @@ class TestLackingRelease(_Base):
 class TestPerPartFallback(_Base):
 
     def test_a_changed_view_function_turns_off_only_the_view_lookups(self):
-        """One WARNING naming the function and what to do; the rest on."""
+        """One WARNING naming the function and what to do; the rest on.
+
+        And one for the renderer, which renders through the view's
+        hooks: off with it, saying so.
+        """
         self._changed_pinned_az()
         logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.assertTrue(cellsched_api.install())
-        on = [name for name in releases.api_parts_on() if name != 'view']
+        on = [name for name in releases.api_parts_on()
+              if name not in ('view', 'render')]
         self.assertEqual(on, compat.on())
         warnings = _off_lines(logs.output)
-        self.assertEqual(1, len(warnings), logs.output)
+        self.assertEqual(2, len(warnings), logs.output)
+        self.assertIn("nova-cellsched's part render, which renders served "
+                      'server lists from the listed rows (api.render), is '
+                      'off: needs view, which is off.', warnings[1])
         self.assertIn("nova-cellsched's part view, which reads what the "
                       "server list's view shows from the listed cells only",
                       warnings[0])
@@ -394,7 +402,8 @@ class TestPerPartFallback(_Base):
     def test_check_says_which_part_is_off(self):
         self._changed_pinned_az()
         found = _without_lacked(compat.check())
-        self.assertEqual(['view'], [n for n, p in found.items() if p])
+        self.assertEqual(['view', 'render'],
+                         [n for n, p in found.items() if p])
         self.assertIn('ViewBuilder._get_pinned_az', found['view'][0])
 
     def test_a_changed_lister_source_turns_off_what_requires_it(self):
