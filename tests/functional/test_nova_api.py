@@ -428,14 +428,19 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                        {'all_tenants': 1, 'not-tags': 'red'},
                        {'all_tenants': 1, 'tags-any': 'red,blue'}):
             self.assertSameAnswer('/servers?%s' % _query(params), '2.26')
-        # A member sees its own project, in both.
-        for version in ('2.1', 'latest'):
-            body = self.assertSameAnswer('/servers/detail', version,
-                                         api=self.other_api)
-            self.assertEqual(
-                {OTHER_PROJECT},
-                {s['tenant_id']
-                 for s in jsonutils.loads(body.content)['servers']})
+        # A member, and a reader (nova's other role that may list), see
+        # their own project, in both.
+        reader_api = api_client.TestOpenStackClient(
+            'reader', self.deployment.api_fixture.base_url,
+            project_id=OTHER_PROJECT, roles=['reader'])
+        for api in (self.other_api, reader_api):
+            for version in ('2.1', '2.73', 'latest'):
+                body = self.assertSameAnswer('/servers/detail', version,
+                                             api=api)
+                self.assertEqual(
+                    {OTHER_PROJECT},
+                    {s['tenant_id']
+                     for s in jsonutils.loads(body.content)['servers']})
 
     def test_tag_filters_paged_the_same(self):
         """Every tag filter, unpaged and walked one and two at a time.
