@@ -710,20 +710,53 @@ def _next_version(version: str) -> str:
     return '%s.%d' % (major, int(minor) + 1)
 
 
+def _rendered(body: Callable[..., dict[str, Any]], view: Any, request: Any,
+              instances: Sequence[Any], cell_down_support: bool,
+              nova_view: Callable[..., Any]) -> dict[str, Any]:
+    """*body* of a list whose rows were stashed, else *nova_view*'s.
+
+    nova's view renders (from nova's objects of the same rows, built by
+    :func:`materialize`) a microversion newer than :data:`MAX_VERSION`
+    and a list *body* raises :class:`NotRenderable` for.
+    """
+    found = _take(instances)
+    if found is not None:
+        if _renderable(request):
+            try:
+                answer = body(found, view, request, instances,
+                              cell_down_support)
+                USED.count('rendered')
+                return answer
+            except NotRenderable as exc:
+                LOG.debug('Server list rendered by nova: %s', exc)
+        materialize(found, instances)
+        USED.count('nova')
+    nova_answer: dict[str, Any] = nova_view(
+        view, request, instances, cell_down_support=cell_down_support)
+    return nova_answer
+
+
 def index(view: Any, request: Any, instances: Sequence[Any],
           cell_down_support: bool,
           nova_index: Callable[..., Any]) -> dict[str, Any]:
-    """nova's ``ViewBuilder.index`` of a list whose rows were stashed."""
+    """nova's ``ViewBuilder.index`` (*nova_index*), rendered from rows."""
+    return _rendered(_index, view, request, instances, cell_down_support,
+                     nova_index)
+
+
+def detail(view: Any, request: Any, instances: Sequence[Any],
+           cell_down_support: bool,
+           nova_detail: Callable[..., Any]) -> dict[str, Any]:
+    """nova's ``ViewBuilder.detail`` (*nova_detail*), rendered from rows."""
+    return _rendered(_detail, view, request, instances, cell_down_support,
+                     nova_detail)
+
+
+def _index(found: Stash, view: Any, request: Any,
+           instances: Sequence[Any], cell_down_support: bool
+           ) -> dict[str, Any]:
     from nova.objects import virtual_interface
 
-    found = _take(instances)
-    if found is None:
-        answer: dict[str, Any] = nova_index(
-            view, request, instances, cell_down_support=cell_down_support)
-        return answer
-    if not _renderable(request):
-        return _nova(found, instances, nova_index, view, request,
-                     cell_down_support)
     req = _Request(view, request, 'servers')
     servers = []
     for instance in instances:
@@ -737,38 +770,7 @@ def index(view: Any, request: Any, instances: Sequence[Any],
         else:
             servers.append({'id': row['uuid'], 'name': row['display_name'],
                             'links': req.links(row['uuid'])})
-    USED.count('rendered')
     return _collection(req, instances, servers, 'servers')
-
-
-def _nova(found: Stash, instances: Sequence[Any],
-          nova_view: Callable[..., Any], view: Any, request: Any,
-          cell_down_support: bool) -> dict[str, Any]:
-    materialize(found, instances)
-    USED.count('nova')
-    answer: dict[str, Any] = nova_view(view, request, instances,
-                                       cell_down_support=cell_down_support)
-    return answer
-
-
-def detail(view: Any, request: Any, instances: Sequence[Any],
-           cell_down_support: bool,
-           nova_detail: Callable[..., Any]) -> dict[str, Any]:
-    """nova's ``ViewBuilder.detail`` of a list whose rows were stashed."""
-    found = _take(instances)
-    if found is None:
-        answer: dict[str, Any] = nova_detail(
-            view, request, instances, cell_down_support=cell_down_support)
-        return answer
-    if not _renderable(request):
-        return _nova(found, instances, nova_detail, view, request,
-                     cell_down_support)
-    try:
-        return _detail(found, view, request, instances, cell_down_support)
-    except NotRenderable as exc:
-        LOG.debug('Server list rendered by nova: %s', exc)
-        return _nova(found, instances, nova_detail, view, request,
-                     cell_down_support)
 
 
 def _detail(found: Stash, view: Any, request: Any,
@@ -838,7 +840,6 @@ def _detail(found: Stash, view: Any, request: Any,
                 [_host_view(found, instance) for instance in instances],
                 unknown_only=unknown_only)
     view._add_security_grps(request, list(body['servers']), instances)
-    USED.count('rendered')
     return body
 
 

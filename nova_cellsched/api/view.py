@@ -430,7 +430,9 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
 def timed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     """nova's ``ViewBuilder.<name>`` (*original*), timed.
 
-    Its wall time is the request's ``view`` phase; put in by
+    A list whose rows the listing stashed is rendered from them
+    (:func:`.render.index`, :func:`.render.detail`); any other by
+    *original*. Its wall time is the request's ``view`` phase; put in by
     :mod:`nova_cellsched.compat`.
     """
     from nova_cellsched.api import render
