@@ -65,10 +65,10 @@ _PROGRESS = frozenset({'ACTIVE', 'BUILD', 'REBUILD', 'RESIZE',
                        'VERIFY_RESIZE', 'MIGRATING'})
 _FAULT = frozenset({'ERROR', 'DELETED'})
 
-#: How many requests each way answered, in this process: ``rendered``
-#: from the rows, ``nova`` by nova's view after :func:`materialize`.
 LOG = logging.getLogger(__name__)
 
+#: How many requests each way answered, in this process: ``rendered``
+#: from the rows, ``nova`` by nova's view after :func:`materialize`.
 USED = counters.Counts(('rendered', 'nova'))
 
 
@@ -287,6 +287,8 @@ class _Request:
         self._std_image_fields: frozenset[str] | None = None
         self._host_ids: dict[tuple[Any, str], str] = {}
         self._zones: dict[tuple[Any, Any], Any] = {}
+        #: uuid -> the server's ``addresses`` (:func:`_check` reads them).
+        self.addresses: dict[str, Any] = {}
 
     def host_id(self, host: Any, project_id: Any) -> str:
         """``hostId``: nova's ``generate_hostid``, once a host and project."""
@@ -560,6 +562,8 @@ def show_row(req: _Request, row: dict[str, Any], fault: Any,
         shown_addresses: dict[str, Any] = {}
     elif cache is None:
         shown_addresses = collections.OrderedDict()
+    elif uuid in req.addresses:
+        shown_addresses = req.addresses[uuid]
     else:
         shown_addresses = addresses(cache['network_info'])
     flavor = req.flavor(extra.get('flavor'))
@@ -873,7 +877,7 @@ def _check(req: _Request, row: dict[str, Any]) -> None:
     req.flavor(extra.get('flavor'))
     cache = row.get('info_cache')
     if cache is not None and row['vm_state'] != 'building':
-        addresses(cache['network_info'])
+        req.addresses[row['uuid']] = addresses(cache['network_info'])
     _instance_name(row)
     if req.at['2.26'] and 'tags' not in row:
         raise NotRenderable('tags were not read')
