@@ -253,6 +253,7 @@ def fill_faults(self: Any) -> Any:
         instance.obj_reset_changes(['fault'])
     return faults_by_uuid.keys()
 
+
 def _bdms_in_cell(cctxt: Any, by_cell: dict[str, list[str]]
                   ) -> dict[str, list[dict[str, Any]]]:
     """One cell's block device mappings of its listed servers.
@@ -421,8 +422,6 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
         if hint is not _MISSING and hint is not None:
             sched_hints[uuid] = hint
     return zones, sched_hints
-
-
 
 
 # The view's phase ---------------------------------------------------------
