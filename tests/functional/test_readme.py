@@ -249,7 +249,8 @@ class GuideTest(base.BaseTestCase):
         relied_on = [(s.module, s.path, s.why) for name in ('lister', 'keyset')
                      for s in parts.BY_NAME[name].sources]
         relied_on += [(s.module, s.path, s.why)
-                      for s in parts.BY_NAME['view'].sources]
+                      for name in ('view', 'render')
+                      for s in parts.BY_NAME[name].sources]
         # Libraries are checked by behaviour, not by their source.
         self.assertEqual([], [r for r in relied_on
                               if not r[0].startswith('nova.')])
@@ -293,7 +294,7 @@ class GuideTest(base.BaseTestCase):
                      if r.version == hashing.nova_version()]
         matched = patch._matched()
         self.assertEqual([tested.version], matched[1])
-        on = ['guard', 'keyset', 'lister', 'view', 'validation']
+        on = ['guard', 'keyset', 'lister', 'view', 'render', 'validation']
         info = self._quoted_lines('admin/nova-api',
                                   'INFO nova_cellsched.api.patch [-] ')
         self.assertEqual(
