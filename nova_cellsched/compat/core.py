@@ -218,11 +218,20 @@ def source_problems(part: parts_mod.Part,
         source is not one tested version of it, or one line naming the
         sources and the releases each equals when each equals a tested
         version but no one release has them all; the adapter module of
-        the newest release whose versions all of them equal, else of the
-        newest release).
+        the newest release whose versions all of them and all the
+        sources of the parts it requires equal, else of the newest
+        release whose versions all of them equal, else of the newest
+        release).
     """
     releases = tuple(tested() if releases is None else releases)
     problems, fits = _match(part, releases)
+    for name in _with_requirements(part.requires):
+        # NOTE: a part runs with the adapter of what it requires: a part
+        # whose own sources a newer release left unchanged (render on
+        # nova 33) still takes its requirements' release.
+        narrowed = fits & _match(parts_mod.BY_NAME[name], releases)[1]
+        if narrowed:
+            fits = narrowed
     ordered = sorted(releases, key=lambda r: version_key(r.version))
     chosen = [r for r in ordered if r.version in fits] or ordered
     return problems, (chosen[-1].adapter if chosen else None)
