@@ -174,9 +174,8 @@ def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
     """
     import nova.conf
 
-    from nova_cellsched import conf as conf_mod
-
     from nova_cellsched import compat
+    from nova_cellsched import conf as conf_mod
 
     state = request_state.current()
     return (state is not None and state.stash is None and
