@@ -796,6 +796,8 @@ def _detail(found: Stash, view: Any, request: Any,
     show_extended_attr = context.can(esa_policies.BASE_POLICY_NAME,
                                      fatal=False)
     uuids = [inst.uuid for inst in instances]
+    # The name template is the same for every row: checked once.
+    _instance_name({'id': 0})
     # Every row is checked before any lookup: a row nova must render
     # costs no lookup twice.
     for instance in instances:
@@ -877,7 +879,6 @@ def _check(req: _Request, row: dict[str, Any]) -> None:
     cache = row.get('info_cache')
     if cache is not None and row['vm_state'] != 'building':
         req.addresses[row['uuid']] = addresses(cache['network_info'])
-    _instance_name(row)
     if req.at['2.26'] and 'tags' not in row:
         raise NotRenderable('tags were not read')
 
