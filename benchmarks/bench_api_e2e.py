@@ -65,7 +65,9 @@ both).
 the median (and min, max) of ``--repeat`` requests per variant, and the
 ratio stock / ours; for ours, the medians of the phases its
 ``Server-Timing`` header reports (gather, merge, objects, view,
-validation, other) and validation's share of the request. The bodies of
+validation, other) and validation's share of the request; the floor of
+the same response (``benchmarks/floor.py``: its rows read with plain SQL, its
+body encoded) and ours / floor (``--no-floor``: not timed). The bodies of
 the two are compared (after replacing each one's own base URL in the
 links): equal, or the run stops. Where nova's time goes inside the
 request is measured in one process by ``benchmarks/bench_api.py``.
@@ -102,6 +104,7 @@ import urllib.parse  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
 import bench_listing  # noqa: E402
+import floor as floor_mod  # noqa: E402
 import reporting  # noqa: E402
 import seed_fast  # noqa: E402
 from tests.functional import uwsgi_api  # noqa: E402
@@ -212,10 +215,15 @@ def get(api: uwsgi_api.UwsgiNovaApi, path: str, version: str,
 
 def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
             limit: int, repeat: int, log: Any, path: str | None = None,
-            token: str = uwsgi_api.TOKEN) -> dict[str, Any]:
-    """*repeat* requests per variant, alternating; the medians."""
+            token: str = uwsgi_api.TOKEN,
+            floor: 'floor_mod.Floor | None' = None) -> dict[str, Any]:
+    """*repeat* requests per variant, alternating; the medians.
+
+    With *floor*, each round also times the floor of the body stock
+    answered (:class:`floor_mod.Floor`), in this process.
+    """
     path = path or PATH % limit
-    times: dict[str, list[float]] = {'stock': [], 'ours': []}
+    times: dict[str, list[float]] = {'stock': [], 'ours': [], 'floor': []}
     phases: dict[str, list[float]] = {name: [] for name in PHASES}
     servers = None
     for number in range(repeat):
@@ -238,6 +246,8 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
         if bodies['stock'] != bodies['ours']:
             raise RuntimeError('%s at %s: the bodies differ' % (path,
                                                                 version))
+        if floor is not None:
+            times['floor'].append(floor.measure(bodies['stock'], version)[0])
         servers = len(json.loads(bodies['ours'])['servers'])
     stock = statistics.median(times['stock'])
     ours = statistics.median(times['ours'])
@@ -252,8 +262,15 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
         'ours_phases_ms': {name: round(statistics.median(values), 1)
                            for name, values in phases.items()},
     }
-    log('  %s %s: stock %.0f ms, ours %.0f ms, %.2fx; ours: %s'
+    if times['floor']:
+        floor_s = statistics.median(times['floor'])
+        point.update(floor_ms=round(floor_s * 1000, 1),
+                     ours_over_floor=round(ours / floor_s, 2))
+    log('  %s %s: stock %.0f ms, ours %.0f ms, %.2fx%s; ours: %s'
         % (path, version, point['stock_ms'], point['ours_ms'], point['ratio'],
+           '; floor %.0f ms, ours %.2fx it' % (
+               point['floor_ms'], point['ours_over_floor'])
+           if 'floor_ms' in point else '',
            ', '.join('%s %.0f' % kv
                      for kv in point['ours_phases_ms'].items())))
     return point
@@ -280,25 +297,30 @@ def render(report: dict[str, Any]) -> str:
                                           [at]) for at in ('start', 'end')),
                   '']
     matrix = any('layout' in p for p in report['points'])
+    floor = any('floor_ms' in p for p in report['points'])
     lines += [
         '| world | %sversion | validation | servers | stock ms | ours ms '
-        '| x | ours: gather | merge | objects | view | validation | other '
+        '| x | %sours: gather | merge | objects | view | validation | other '
         '| validation share |' % (
-            'layout | role | limit | ' if matrix else ''),
-        '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s' % (
-            '---|---|---|' if matrix else ''),
+            'layout | role | limit | ' if matrix else '',
+            'floor ms | ours / floor | ' if floor else ''),
+        '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|%s%s' % (
+            '---|---|---|' if matrix else '', '---|---|' if floor else ''),
     ]
     for p in report['points']:
         ph = p['ours_phases_ms']
         lines.append(
-            '| %s | %s%s | %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f '
+            '| %s | %s%s | %s | %d | %.0f | %.0f | %.2f | %s%.0f | %.0f '
             '| %.0f | %.0f | %.0f | %.0f | %.0f%% |' % (
                 p['world'], '%s | %s | %d | ' % (
                     p['layout'], p['role'], p['limit']) if matrix else '',
                 p['version'], p['validation'], p['servers'],
-                p['stock_ms'], p['ours_ms'], p['ratio'], ph['gather'],
-                ph['merge'], ph['objects'], ph['view'], ph['validation'],
-                ph['other'], 100.0 * ph['validation'] / p['ours_ms']))
+                p['stock_ms'], p['ours_ms'], p['ratio'],
+                ('%.0f | %.2f | ' % (p['floor_ms'], p['ours_over_floor'])
+                 if 'floor_ms' in p else '- | - | ') if floor else '',
+                ph['gather'], ph['merge'], ph['objects'], ph['view'],
+                ph['validation'], ph['other'],
+                100.0 * ph['validation'] / p['ours_ms']))
     lines += [
         '',
         'Columns:',
@@ -318,6 +340,15 @@ def render(report: dict[str, Any]) -> str:
         'to the last byte of the body (HTTP on the loopback, uwsgi, the '
         'paste pipeline, nova-api, JSON); x: stock / ours. Plain medians, '
         'no figure stabilised.',
+    ] + ([
+        '* floor ms: the same page\'s rows read from their cells with plain '
+        'SQL (PyMySQL, one connection per cell, the cells in parallel, '
+        'every table the body draws on, by the page\'s uuids) and the same '
+        'body encoded with nova\'s `jsonutils.dumps`, in this run\'s '
+        'client process, between the requests; ours / floor: what ours '
+        'costs over it (the floor has no HTTP, policy, merge or '
+        'rendering).',
+    ] if floor else []) + [
         '* ours: the medians of the phases of the `Server-Timing` header '
         'the filter adds (each a median on its own: they need not add up '
         'to ours ms); other: the rest of the request inside nova-api '
@@ -347,6 +378,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='servers of the project dedicated to cell1 '
                         '(the onecell layout)')
     parser.add_argument('--repeat', type=int, default=7)
+    parser.add_argument('--no-floor', dest='floor', action='store_false',
+                        help='do not time the floor (plain SQL and JSON) '
+                        'of each request')
     parser.add_argument('--quick', action='store_true',
                         help='one small world (4x100), 3 requests each')
     reporting.add_output_arguments(parser, name='api_e2e')
@@ -423,6 +457,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
             bench_api.seed_request_specs(world['api_url'], log)
             nova_world = pymysql_world(world)
             label = '%dx%d' % (cells, per_cell)
+            floor = floor_mod.Floor(nova_world) if args.floor else None
             matrix = [(layout, role, limit) for layout in args.layouts
                       for role in args.roles for limit in args.limits]
             for validation in args.validations:
@@ -451,7 +486,8 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                             path, token = request(layout, role, limit,
                                                   projects)
                             point = measure(apis, version, limit,
-                                            args.repeat, log, path, token)
+                                            args.repeat, log, path, token,
+                                            floor)
                             point.update(world=label, validation=validation,
                                          layout=layout, role=role,
                                          limit=limit)
@@ -459,6 +495,8 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                 finally:
                     for api in apis.values():
                         api.cleanUp()
+            if floor is not None:
+                floor.close()
     finally:
         neutron.cleanUp()
     report = dict(runinfo.run_info('bench_api_e2e.py', argv), **{

@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import types
 
 import fixtures
 from oslotest import base
@@ -397,3 +398,67 @@ class StartupBenchmarkTest(base.BaseTestCase):
                          imports['modules'] + 1)
         out.seek(0)
         self.assertIn('added: -; gone: colorsys\n', out.read())
+
+
+class FloorTest(mdb.ServersTestCase):
+    """benchmarks/floor.py reads the page's rows, as many as the body needs."""
+
+    @classmethod
+    def set_up_servers(cls):
+        import floor
+
+        from nova_cellsched.demo import seed
+
+        cls.server = cls.start_server('floor')
+        cls.world = mdb.build_world(cls.server, [
+            ('cell1', cls.server, seed.Population(instances=4)),
+            ('cell2', cls.server, seed.Population(instances=3))])
+        cls.floor = floor.Floor(types.SimpleNamespace(
+            api_url=cls.world.api_url, cells=cls.world.cells))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.floor.close()
+        super().tearDownClass()
+
+    def uuids(self, cell, count):
+        return [row[0] for row in self.server.query(
+            'SELECT uuid FROM %s.instances WHERE deleted = 0 ORDER BY id '
+            'LIMIT %d' % (self.world.cells[cell].url.rsplit('/', 1)[1],
+                          count))]
+
+    def sysmeta_rows(self, uuids):
+        found = 0
+        for cell in self.world.cells.values():
+            found += int(self.server.query(
+                'SELECT COUNT(*) FROM %s.instance_system_metadata WHERE '
+                'instance_uuid IN (%s)' % (
+                    cell.url.rsplit('/', 1)[1],
+                    ', '.join("'%s'" % u for u in uuids)))[0][0])
+        return found
+
+    def body(self, uuids):
+        return json.dumps({'servers': [{'id': u} for u in uuids]}).encode()
+
+    def test_reads_only_the_page_from_each_cell(self):
+        page = self.uuids('cell1', 2) + self.uuids('cell2', 1)
+        _seconds, rows = self.floor.measure(self.body(page), '2.1')
+        self.assertEqual(3, rows['instances'])
+        self.assertEqual(3, rows['instance_info_caches'])
+        self.assertEqual(3, rows['instance_extra'])
+
+    def test_reads_what_the_microversion_shows(self):
+        page = self.uuids('cell1', 4) + self.uuids('cell2', 3)
+        _seconds, early = self.floor.measure(self.body(page), '2.25')
+        _seconds, late = self.floor.measure(self.body(page), '2.73')
+        self.assertNotIn('tags', early)
+        self.assertNotIn('instance_system_metadata', early)
+        self.assertIn('tags', late)
+        self.assertEqual(self.sysmeta_rows(page),
+                         late['instance_system_metadata'])
+        self.assertGreater(late['instance_system_metadata'], 0)
+
+    def test_an_empty_page_reads_nothing(self):
+        seconds, rows = self.floor.measure(self.body([]), '2.1')
+        self.assertEqual({}, rows)
+        self.assertGreaterEqual(seconds, 0.0)
