@@ -19,6 +19,7 @@ driver and nova's JSON encoder. No nova import but nova's JSON encoder.
 
 import concurrent.futures
 import json
+import threading
 import time
 import types
 from typing import Any
@@ -30,8 +31,11 @@ class Floor:
     """The floor of a response: its rows read with plain SQL, its body encoded.
 
     What no nova-api can go below with nova's database and nova's JSON:
-    the servers of the page read from their cells with one PyMySQL
-    connection per cell, in parallel (threads, as ours asks the cells),
+    the servers of the page read from their cells in parallel (a thread
+    per cell, as ours asks the cells, at most :attr:`THREADS`; each
+    thread keeps one PyMySQL connection to each database server, so that
+    50 cells on one server cost no more connections than MariaDB's
+    defaults allow beside two nova-api processes),
     each table the body draws on at the request's microversion read by
     the page's uuids (instances, ``instance_info_caches``,
     ``instance_extra``'s flavor and trusted certificates,
@@ -45,37 +49,63 @@ class Floor:
 
     #: (the microversion from which the body draws on it, the query).
     QUERIES = (
-        ((2, 1), 'SELECT * FROM instances WHERE uuid IN (%s)'),
+        ((2, 1), 'SELECT * FROM `{db}`.instances WHERE uuid IN (%s)'),
         ((2, 1), 'SELECT instance_uuid, network_info '
-                 'FROM instance_info_caches WHERE instance_uuid IN (%s)'),
+                 'FROM `{db}`.instance_info_caches '
+                 'WHERE instance_uuid IN (%s)'),
         ((2, 1), 'SELECT instance_uuid, flavor, trusted_certs '
-                 'FROM instance_extra WHERE instance_uuid IN (%s)'),
-        ((2, 1), 'SELECT instance_uuid, `key`, value FROM instance_metadata '
+                 'FROM `{db}`.instance_extra WHERE instance_uuid IN (%s)'),
+        ((2, 1), 'SELECT instance_uuid, `key`, value '
+                 'FROM `{db}`.instance_metadata '
                  'WHERE deleted = 0 AND instance_uuid IN (%s)'),
         ((2, 1), 'SELECT instance_uuid, volume_id, delete_on_termination '
-                 'FROM block_device_mapping WHERE deleted = 0 AND '
+                 'FROM `{db}`.block_device_mapping WHERE deleted = 0 AND '
                  'instance_uuid IN (%s)'),
-        ((2, 26), 'SELECT resource_id, tag FROM tags '
+        ((2, 26), 'SELECT resource_id, tag FROM `{db}`.tags '
                   'WHERE resource_id IN (%s)'),
         ((2, 73), 'SELECT instance_uuid, `key`, value '
-                  'FROM instance_system_metadata '
+                  'FROM `{db}`.instance_system_metadata '
                   'WHERE instance_uuid IN (%s)'),
     )
 
+    #: Threads at most (cells read at once).
+    THREADS = 16
+
     def __init__(self, world: types.SimpleNamespace) -> None:
         self.world = world
-        self.engines = {name: sa.create_engine(cell.url)
-                        for name, cell in world.cells.items()}
-        self.connections: dict[str, Any] = {}
+        #: Cell name -> (its server's URL without a database, database).
+        self.cells: dict[str, tuple[str, str]] = {}
+        for name, cell in world.cells.items():
+            url = sa.engine.url.make_url(cell.url)
+            self.cells[name] = (
+                url.set(database='').render_as_string(hide_password=False),
+                str(url.database))
+        self.engines = {server: sa.create_engine(
+            server, pool_size=self.THREADS, max_overflow=0)
+            for server, _db in self.cells.values()}
+        self.local = threading.local()
+        self.connections: list[Any] = []
+        self.lock = threading.Lock()
         self.pool = concurrent.futures.ThreadPoolExecutor(
-            max(1, len(self.engines)))
+            max(1, min(len(self.cells), self.THREADS)))
 
     def close(self) -> None:
         self.pool.shutdown()
-        for connection in self.connections.values():
+        for connection in self.connections:
             connection.close()
         for engine in self.engines.values():
             engine.dispose()
+
+    def _connection(self, server: str) -> Any:
+        """This thread's connection to *server*, opened once."""
+        mine = getattr(self.local, 'connections', None)
+        if mine is None:
+            mine = self.local.connections = {}
+        if server not in mine:
+            mine[server] = self.engines[server].raw_connection()
+            with self.lock:
+                self.connections.append(mine[server])
+        return mine[server]
 
     def placed(self, body: bytes) -> dict[str, list[str]]:
         """The page's uuids by the name of their cell (not timed)."""
@@ -101,17 +131,16 @@ class Floor:
     def _read(self, cell: str, uuids: list[str],
               version: tuple[int, ...]) -> dict[str, int]:
         """Rows read of each table in *cell*, for *uuids*."""
-        if cell not in self.connections:
-            self.connections[cell] = self.engines[cell].raw_connection()
-        cursor = self.connections[cell].cursor()
+        server, database = self.cells[cell]
+        cursor = self._connection(server).cursor()
         marks = ', '.join(['%s'] * len(uuids))
         rows: dict[str, int] = {}
         try:
             for since, query in self.QUERIES:
                 if version < since:
                     continue
-                cursor.execute(query % marks, uuids)
-                table = query.split(' FROM ', 1)[1].split()[0]
+                cursor.execute(query.format(db=database) % marks, uuids)
+                table = query.split(' FROM `{db}`.', 1)[1].split()[0]
                 rows[table] = len(cursor.fetchall())
         finally:
             cursor.close()

@@ -446,6 +446,9 @@ class FloorTest(mdb.ServersTestCase):
         self.assertEqual(3, rows['instances'])
         self.assertEqual(3, rows['instance_info_caches'])
         self.assertEqual(3, rows['instance_extra'])
+        # Both cells on one server: one engine, a connection per thread.
+        self.assertEqual(1, len(self.floor.engines))
+        self.assertLessEqual(len(self.floor.connections), 2)
 
     def test_reads_what_the_microversion_shows(self):
         page = self.uuids('cell1', 4) + self.uuids('cell2', 3)
