@@ -445,6 +445,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
     os.environ.pop('OS_NOVA_DISABLE_EVENTLET_PATCHING', None)
     load = {'start': os.getloadavg()}
     neutron = uwsgi_api.FakeNeutron()
+    floors: list[floor_mod.Floor] = []
     neutron.setUp()
     try:
         for cells, per_cell in args.worlds:
@@ -458,6 +459,8 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
             nova_world = pymysql_world(world)
             label = '%dx%d' % (cells, per_cell)
             floor = floor_mod.Floor(nova_world) if args.floor else None
+            if floor is not None:
+                floors.append(floor)
             matrix = [(layout, role, limit) for layout in args.layouts
                       for role in args.roles for limit in args.limits]
             for validation in args.validations:
@@ -495,9 +498,10 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                 finally:
                     for api in apis.values():
                         api.cleanUp()
-            if floor is not None:
-                floor.close()
     finally:
+        # Before the run drops its databases: the floor's connections.
+        for floor in floors:
+            floor.close()
         neutron.cleanUp()
     report = dict(runinfo.run_info('bench_api_e2e.py', argv), **{
         'repeat': args.repeat, 'points': points,

@@ -144,6 +144,9 @@ class Floor:
                 rows[table] = len(cursor.fetchall())
         finally:
             cursor.close()
+            # End the read's transaction: no metadata lock outlives it
+            # (the run drops its databases at the end, also on Ctrl-C).
+            self._connection(server).rollback()
         return rows
 
     def measure(self, body: bytes, version: str

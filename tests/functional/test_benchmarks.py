@@ -461,6 +461,16 @@ class FloorTest(mdb.ServersTestCase):
                          late['instance_system_metadata'])
         self.assertGreater(late['instance_system_metadata'], 0)
 
+    def test_holds_no_transaction_between_reads(self):
+        """The run can drop its databases at the end (no metadata lock)."""
+        self.floor.measure(self.body(self.uuids('cell1', 2)), '2.104')
+        threads = [c.dbapi_connection.thread_id()
+                   for c in self.floor.connections]
+        self.assertNotEqual([], threads)
+        open_trx = self.server.query(
+            'SELECT trx_mysql_thread_id FROM information_schema.innodb_trx')
+        self.assertEqual([], [row for row in open_trx if row[0] in threads])
+
     def test_an_empty_page_reads_nothing(self):
         seconds, rows = self.floor.measure(self.body([]), '2.1')
         self.assertEqual({}, rows)
