@@ -235,11 +235,10 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
             times[variant].append(seconds)
             bodies[variant] = body.replace(
                 apis[variant].base.encode(), b'http://nova-api')
-            if variant == 'ours':
+            if variant == 'ours' and 'Server-Timing' in headers:
                 # Absent where the filter sends it to admins only.
                 metrics = server_timing_grammar.parse(
-                    headers['Server-Timing']
-                ) if 'Server-Timing' in headers else {}
+                    headers['Server-Timing'])
                 for name in PHASES:
                     phases[name].append(
                         float(metrics.get(name, {}).get('dur', 0.0)))
@@ -259,8 +258,10 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
                            round(max(times['stock']) * 1000, 1)],
         'ours_range_ms': [round(min(times['ours']) * 1000, 1),
                           round(max(times['ours']) * 1000, 1)],
+        # None: no Server-Timing (sent to admins only).
         'ours_phases_ms': {name: round(statistics.median(values), 1)
-                           for name, values in phases.items()},
+                           for name, values in phases.items()
+                           } if phases['gather'] else None,
     }
     if times['floor']:
         floor_s = statistics.median(times['floor'])
@@ -272,7 +273,8 @@ def measure(apis: dict[str, uwsgi_api.UwsgiNovaApi], version: str,
                point['floor_ms'], point['ours_over_floor'])
            if 'floor_ms' in point else '',
            ', '.join('%s %.0f' % kv
-                     for kv in point['ours_phases_ms'].items())))
+                     for kv in (point['ours_phases_ms'] or {}).items())
+           or 'no Server-Timing (not an admin)'))
     return point
 
 
@@ -309,18 +311,22 @@ def render(report: dict[str, Any]) -> str:
     ]
     for p in report['points']:
         ph = p['ours_phases_ms']
+        if ph is None:
+            timed = '- | - | - | - | - | - | - |'
+        else:
+            timed = '%.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f%% |' % (
+                ph['gather'], ph['merge'], ph['objects'], ph['view'],
+                ph['validation'], ph['other'],
+                100.0 * ph['validation'] / p['ours_ms'])
         lines.append(
-            '| %s | %s%s | %s | %d | %.0f | %.0f | %.2f | %s%.0f | %.0f '
-            '| %.0f | %.0f | %.0f | %.0f | %.0f%% |' % (
+            '| %s | %s%s | %s | %d | %.0f | %.0f | %.2f | %s%s' % (
                 p['world'], '%s | %s | %d | ' % (
                     p['layout'], p['role'], p['limit']) if matrix else '',
                 p['version'], p['validation'], p['servers'],
                 p['stock_ms'], p['ours_ms'], p['ratio'],
                 ('%.0f | %.2f | ' % (p['floor_ms'], p['ours_over_floor'])
                  if 'floor_ms' in p else '- | - | ') if floor else '',
-                ph['gather'], ph['merge'], ph['objects'], ph['view'],
-                ph['validation'], ph['other'],
-                100.0 * ph['validation'] / p['ours_ms']))
+                timed))
     lines += [
         '',
         'Columns:',
@@ -351,7 +357,8 @@ def render(report: dict[str, Any]) -> str:
     ] if floor else []) + [
         '* ours: the medians of the phases of the `Server-Timing` header '
         'the filter adds (each a median on its own: they need not add up '
-        'to ours ms); other: the rest of the request inside nova-api '
+        'to ours ms; `-` where the filter sends no header: to admins '
+        'only); other: the rest of the request inside nova-api '
         '(policy, the faults, the build requests, the WSGI stack); the '
         'HTTP transfer is outside all of them. validation share: '
         'validation / ours ms.',
