@@ -91,11 +91,16 @@ LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 conf_mod.register_opts(CONF)
 
-#: nova's functions, for ``[cellsched] api_lister = False``.
-ORIGINAL_GET_INSTANCE_OBJECTS_SORTED = (
-    nova_instance_list.get_instance_objects_sorted)
-ORIGINAL_GET_INSTANCES_SORTED = nova_instance_list.get_instances_sorted
-ORIGINAL_SCATTER_GATHER_CELLS = nova_context.scatter_gather_cells
+
+
+def _nova(owner: str, name: str) -> Callable[..., Any]:
+    """nova's own *owner.name*, which this module stands in for.
+
+    Called with ``[cellsched] api_lister`` off, and for the calls that
+    are not the listing's.
+    """
+    found: Callable[..., Any] = compat.original(owner, name)
+    return found
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
@@ -767,7 +772,8 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
     """
     if not CONF[conf_mod.GROUP_NAME].api_lister:
         SERVED.count('nova')
-        delegated: tuple[Any, Iterable[Any]] = ORIGINAL_GET_INSTANCES_SORTED(
+        delegated: tuple[Any, Iterable[Any]] = _nova(
+            'nova.compute.instance_list', 'get_instances_sorted')(
             ctx, filters, limit, marker, columns_to_join, sort_keys,
             sort_dirs, cell_mappings=cell_mappings, batch_size=batch_size,
             cell_down_support=cell_down_support)
@@ -806,7 +812,8 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
         # nova's function calls get_instances_sorted (this module's),
         # which counts the listing.
         answer: tuple[Any, list[str]] = (
-            ORIGINAL_GET_INSTANCE_OBJECTS_SORTED(
+            _nova('nova.compute.instance_list',
+                  'get_instance_objects_sorted')(
                 ctx, filters, limit, marker, expected_attrs, sort_keys,
                 sort_dirs, cell_down_support=cell_down_support))
         return answer
@@ -858,13 +865,14 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
     skipped = frozenset() if state is None else state.given_up
     cell_mappings = list(cell_mappings)
     if not skipped or not any(cm.uuid in skipped for cm in cell_mappings):
-        answer: dict[str, Any] = ORIGINAL_SCATTER_GATHER_CELLS(
+        answer: dict[str, Any] = _nova(
+            'nova.context', 'scatter_gather_cells')(
             context, cell_mappings, timeout, fn, *args, **kwargs)
         return answer
     asked = [cm for cm in cell_mappings if cm.uuid not in skipped]
     results = {}
     if asked:
-        results = ORIGINAL_SCATTER_GATHER_CELLS(
+        results = _nova('nova.context', 'scatter_gather_cells')(
             context, asked, timeout, fn, *args, **kwargs)
     for cm in cell_mappings:
         if cm.uuid in skipped:
@@ -963,15 +971,3 @@ def scatter_gather_listed_cells(context: Any, cell_mappings: Iterable[Any],
                         '%(why)s', {'cell': uuid,
                                     'why': gather.describe_error(answer)})
     return results
-
-
-#: What :mod:`.patch` puts into ``nova.compute.instance_list``.
-REPLACEMENTS: dict[str, Callable[..., Any]] = {
-    'get_instance_objects_sorted': get_instance_objects_sorted,
-    'get_instances_sorted': get_instances_sorted,
-}
-
-#: What :mod:`.patch` puts into ``nova.context``.
-CONTEXT_REPLACEMENTS: dict[str, Callable[..., Any]] = {
-    'scatter_gather_cells': scatter_gather_cells,
-}

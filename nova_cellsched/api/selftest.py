@@ -437,7 +437,7 @@ class _Cases:
         """
         from nova.objects import instance as instance_obj
 
-        from nova_cellsched.api import instance_list
+        from nova_cellsched import compat
 
         if self.cancelled.is_set():
             raise _Cancelled()
@@ -484,7 +484,8 @@ class _Cases:
                                      % (what, difference))
         if nova_lister:
             _lister, nova_found = (
-                instance_list.ORIGINAL_GET_INSTANCES_SORTED(
+                compat.original('nova.compute.instance_list',
+                                'get_instances_sorted')(
                     ctx, copy.deepcopy(filters), limit, marker, list(cols),
                     list(keys), list(dirs),
                     cell_mappings=[self.world.whole_cell]))
@@ -628,7 +629,7 @@ def run(replacement: Callable[..., Any] | None = None,
 
     if replacement is None:
         from nova_cellsched.api import instance_list
-        replacement = instance_list.REPLACEMENTS['get_instances_sorted']
+        replacement = instance_list.get_instances_sorted
     problems: list[str] = []
     started = time.monotonic()
     libraries = checks.library_problems()
