@@ -38,6 +38,7 @@ from nova_cellsched.compat.core import on
 from nova_cellsched.compat.core import original
 from nova_cellsched.compat.core import required_adapter
 from nova_cellsched.compat.core import restore
+from nova_cellsched.compat.core import same_function
 from nova_cellsched.compat.core import temporarily
 from nova_cellsched.compat.core import tested
 from nova_cellsched.compat.parts import API_PARTS
@@ -45,7 +46,7 @@ from nova_cellsched.compat.parts import PARTS
 
 __all__ = ['API_PARTS', 'LOCK', 'PARTS', 'adapter', 'check', 'install',
            'io_timeout', 'is_on', 'on', 'original', 'required_adapter',
-           'restore', 'temporarily', 'tested']
+           'restore', 'same_function', 'temporarily', 'tested']
 
 
 def io_timeout(seconds: float | None

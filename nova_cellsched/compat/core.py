@@ -497,7 +497,7 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
                         % (target.name, type(owner).__name__))
                 put = _Put(target, owner, ours)
                 for index, entry in enumerate(owner):
-                    if _same_function(entry, ours):
+                    if same_function(entry, ours):
                         put.original = entry
                         owner[index] = ours
                         break
@@ -532,7 +532,12 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
     return done
 
 
-def _same_function(entry: Any, ours: Any) -> bool:
+def same_function(entry: Any, ours: Any) -> bool:
+    """True if *entry* is *ours* or an earlier import's copy of it.
+
+    Same module and name: what a reload of our module leaves in a nova
+    list is replaced in place, not added twice.
+    """
     return bool(getattr(entry, '__module__', None) == ours.__module__ and
                 getattr(entry, '__name__', None) == ours.__name__)
 

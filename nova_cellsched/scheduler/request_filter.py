@@ -220,11 +220,6 @@ def entry() -> Callable[[Any, Any], bool]:
     return found
 
 
-def _same_filter(candidate: Any, ours: Any) -> bool:
-    return bool(getattr(candidate, '__module__', None) == ours.__module__ and
-                getattr(candidate, '__name__', None) == ours.__name__)
-
-
 def register() -> bool:
     """Add the pre-filter (:func:`entry`) to nova's request filters, once.
 
@@ -248,7 +243,7 @@ def register() -> bool:
     if compat.is_on('request_filter') and not in_list:
         compat.restore(['request_filter'])
     replacing = isinstance(filters, list) and any(
-        _same_filter(f, ours) for f in filters)
+        compat.same_function(f, ours) for f in filters)
     if compat.install(['request_filter'])['request_filter']:
         return False
     if not replacing:
