@@ -15,14 +15,13 @@
 - :mod:`.parts`: the declarative list of what nova-cellsched replaces
   in nova (target, replacement, the nova sources it relies on and why);
 - ``sources_nova<N>.py``: per tested nova release, the hash of each of
-  those sources (one file per release series; :mod:`.maintainer` prints
+  those sources (one file per release series; the maintainers'
+  ``python -m cellsched_tools.maintainer``, run from a checkout, prints
   a new one);
 - ``nova<N>.py``: per release, only what differs between releases (the
   copies of nova's code, the release-specific calls);
 - :mod:`.core`: the one lock, install, restore and check;
-- :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes;
-- :mod:`.pins`: writes a nova release's pin file
-  (``tools/releases/novaNN.txt``) from openstack/requirements.
+- :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes.
 
 The contributor guide's "Where nova is touched" is the map.
 """

@@ -65,8 +65,8 @@ LOG = logging.getLogger(__name__)
 LOCK = threading.RLock()
 
 HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
-              '(maintainers: python -m nova_cellsched.compat.maintainer '
-              'lists what changed)')
+              '(maintainers: python -m cellsched_tools.maintainer, in '
+              'a checkout, lists what changed)')
 
 _TABLE_PREFIX = 'sources_nova'
 

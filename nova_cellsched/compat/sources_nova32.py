@@ -12,7 +12,7 @@
 
 """The relied-on sources as tested with nova 32.2.1 (2025.2).
 
-Printed by ``python -m nova_cellsched.compat.maintainer``; data only.
+Printed by ``python -m cellsched_tools.maintainer``; data only.
 Each source whose version here is neither nova 33.0.2's nor 34.0.0's
 carries a comment: what differs and why what its part relies on holds
 on nova 32, or which function of the adapter (:mod:`.nova32`) follows

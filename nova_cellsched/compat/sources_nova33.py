@@ -12,7 +12,7 @@
 
 """The relied-on sources as tested with nova 33.0.2 (2026.1, SLURP).
 
-Printed by ``python -m nova_cellsched.compat.maintainer``; data only.
+Printed by ``python -m cellsched_tools.maintainer``; data only.
 Each source whose version here is not nova 34.0.0's carries a comment:
 what differs and why what its part relies on holds on nova 33 (or
 which function of the adapter, :mod:`.nova33`, follows it). The others

@@ -12,7 +12,7 @@
 
 """The relied-on sources as tested with nova 34.0.0.
 
-Printed by ``python -m nova_cellsched.compat.maintainer``; data only.
+Printed by ``python -m cellsched_tools.maintainer``; data only.
 """
 
 RELEASE = '34.0.0'

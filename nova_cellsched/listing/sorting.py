@@ -133,7 +133,7 @@ def nova_order(sort_keys: Sequence[str] | None,
     appended; where that differs (fewer directions than keys), it is
     inconsistent with its queries, and this order is the queries'.
     ``tests/unit/listing/test_sorting.py`` compares it with nova's
-    functions, whose sources :mod:`nova_cellsched.api.fingerprint` pins.
+    functions, whose sources :mod:`nova_cellsched.compat` pins.
 
     :raises InvalidListRequest: a direction other than ``asc``/``desc``
         (case-sensitive, as nova's) or more directions than keys, with

@@ -122,7 +122,7 @@ class PlainVenvTest(testtools.TestCase):
 
     def test_the_maintainers_parts_off_agree(self):
         out = self.run_venv([self.bin('python'), '-m',
-                             'nova_cellsched.compat.maintainer'])
+                             'cellsched_tools.maintainer'])
         (line,) = [line for line in out.splitlines()
                    if line.startswith('# parts off on nova ')]
         off = line.split(': ', 1)[1]

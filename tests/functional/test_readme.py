@@ -266,7 +266,7 @@ class GuideTest(base.BaseTestCase):
             self.assertTrue(
                 '``%s``' % path in section or
                 '``%s``' % path.split('.')[0] in section, path)
-        self.assertIn('python -m nova_cellsched.compat.maintainer', section)
+        self.assertIn('python -m cellsched_tools.maintainer', section)
 
     def _quoted_lines(self, page, prefix):
         """Log lines of *page* (literal blocks) that start with *prefix*."""

@@ -114,7 +114,7 @@ class BadInputTest(base.BaseTestCase):
             TOP, 'tools', 'releases', 'nova99.txt')))
         self.assert_refused(
             ['99', '--tested-python', sys.executable],
-            'python -m nova_cellsched.compat.pins: error: expected a '
+            'python -m cellsched_tools.pins: error: expected a '
             'checkout of openstack/requirements (--requirements PATH or '
             '$NOVA_CELLSCHED_REQUIREMENTS_REPO), got none', env=env)
 

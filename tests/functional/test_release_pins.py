@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``python -m nova_cellsched.compat.pins``: a pin file from git.
+"""``python -m cellsched_tools.pins``: a pin file from git.
 
 Against a small openstack/requirements made here (git init, one
 upper-constraints.txt on master and one on a stable branch), then, with
@@ -28,10 +28,10 @@ import sys
 import fixtures
 from oslotest import base
 
-from nova_cellsched.compat import pins
+from cellsched_tools import pins
 
 RELEASES = pins.releases_dir()
-PROG = 'python -m nova_cellsched.compat.pins'
+PROG = 'python -m cellsched_tools.pins'
 
 
 def read(path):
@@ -69,7 +69,7 @@ class PinsCommand(base.BaseTestCase):
         env = {name: value for name, value in os.environ.items()
                if name != pins.REQUIREMENTS_REPO}
         result = subprocess.run([sys.executable, '-m',
-                                 'nova_cellsched.compat.pins'] + list(argv),
+                                 'cellsched_tools.pins'] + list(argv),
                                 capture_output=True, text=True, timeout=300,
                                 env=env)
         return result.returncode, result.stdout, result.stderr

@@ -29,6 +29,7 @@ from oslo_db.sqlalchemy import utils as oslo_utils
 from oslotest import base
 import sqlalchemy as sa
 
+from cellsched_tools import maintainer
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import patch
@@ -36,7 +37,6 @@ from nova_cellsched.api import rows
 from nova_cellsched.api import selftest
 from nova_cellsched import compat
 from nova_cellsched.compat import hashing
-from nova_cellsched.compat import maintainer
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import sorting
 from tests import releases
@@ -678,7 +678,7 @@ class TestSelfTest(_Base):
 
 
 class TestMaintainerTool(base.BaseTestCase):
-    """``python -m nova_cellsched.compat.maintainer`` for maintainers."""
+    """``python -m cellsched_tools.maintainer`` for maintainers."""
 
     def test_prints_the_table_for_the_running_nova(self):
         """Its output is the tested release's table, hash for hash.
@@ -716,10 +716,6 @@ class TestMaintainerTool(base.BaseTestCase):
         self.assertIn('#   nova.db.main.api._manual_join_columns (part '
                       'lister; relied on: the joins nova makes by hand)',
                       text)
-
-    def test_the_old_command_name_still_runs_it(self):
-        from nova_cellsched.api import fingerprint
-        self.assertIs(maintainer.main, fingerprint.main)
 
     def test_hash_ignores_indentation_blank_and_comment_lines(self):
         self.assertEqual(

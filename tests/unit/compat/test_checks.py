@@ -27,13 +27,13 @@ import os
 import fixtures
 import nova.conf
 
+from cellsched_tools import maintainer
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api import patch
 from nova_cellsched import compat
 from nova_cellsched.compat import checks
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
-from nova_cellsched.compat import maintainer
 from nova_cellsched.compat import parts
 from tests import releases
 from tests.unit.compat import test_compat

@@ -32,9 +32,9 @@ import fixtures
 from nova.db.main import api as db_api
 from oslotest import base
 
+from cellsched_tools import maintainer
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
-from nova_cellsched.compat import maintainer
 from nova_cellsched.compat import parts
 from nova_cellsched.compat import sources_nova33
 from nova_cellsched.compat import sources_nova34
@@ -175,7 +175,7 @@ class SideBySideTest(base.BaseTestCase):
         self.assertEqual(2, status)
         self.assertEqual('', report)
         self.assertEqual(
-            ['python -m nova_cellsched.compat.maintainer: error: expected '
+            ['python -m cellsched_tools.maintainer: error: expected '
              '--tested-python to run a tested nova (%s), got nova %s in %s'
              % (sources_nova33.RELEASE, NOVA, sys.executable)],
             err.splitlines())
@@ -196,7 +196,7 @@ class SideBySideTest(base.BaseTestCase):
 
     def run_module(self, *argv):
         result = subprocess.run(
-            [sys.executable, '-m', 'nova_cellsched.compat.maintainer'] +
+            [sys.executable, '-m', 'cellsched_tools.maintainer'] +
             list(argv), capture_output=True, text=True, timeout=300)
         return result.returncode, result.stdout, result.stderr
 
@@ -242,16 +242,16 @@ class BadInputTest(base.BaseTestCase):
 
     def assert_one_line(self, argv, expected):
         result = subprocess.run(
-            [sys.executable, '-m', 'nova_cellsched.compat.maintainer'] +
+            [sys.executable, '-m', 'cellsched_tools.maintainer'] +
             argv, capture_output=True, text=True, timeout=300)
         self.assertEqual(2, result.returncode, result.stderr)
         self.assertEqual('', result.stdout)
         lines = result.stderr.splitlines()
         self.assertEqual(1, len(lines), result.stderr)
         self.assertTrue(lines[0].startswith(
-            'python -m nova_cellsched.compat.maintainer: error: expected '
+            'python -m cellsched_tools.maintainer: error: expected '
             if expected.startswith('expected') else
-            'python -m nova_cellsched.compat.maintainer: error: '), lines[0])
+            'python -m cellsched_tools.maintainer: error: '), lines[0])
         self.assertIn(expected, lines[0])
 
     def test_an_unknown_release(self):

@@ -21,7 +21,7 @@ import re
 
 from oslotest import base
 
-from nova_cellsched.compat import pins
+from cellsched_tools import pins
 
 SNAPSHOT = pins.Snapshot(
     branch='stable/2027.1', commit='c' * 40, date='2027-03-01',

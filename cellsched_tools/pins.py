@@ -14,7 +14,7 @@
 
 In a checkout of this repository, with one of openstack/requirements::
 
-    python -m nova_cellsched.compat.pins 35 --requirements PATH
+    python -m cellsched_tools.pins 35 --requirements PATH
         [--ref stable/2027.1] [--nova 35.0.0] [--placement 17.0.0]
 
 writes ``tools/releases/nova35.txt`` (``tools/nova-release-venv``'s
@@ -45,7 +45,7 @@ from typing import NoReturn
 from packaging import markers
 from packaging import version as packaging_version
 
-PROG = 'python -m nova_cellsched.compat.pins'
+PROG = 'python -m cellsched_tools.pins'
 REQUIREMENTS_REPO = 'NOVA_CELLSCHED_REQUIREMENTS_REPO'
 
 #: OpenStack's series names (openstack/releases); a newer one is given
@@ -79,7 +79,7 @@ HEADER = """\
 # on all four and the newest on the package index). Where a library has
 # two pins, the one for Python >= 3.10. nova and placement are services,
 # not in upper-constraints: the newest point release of the series.
-# python -m nova_cellsched.compat.pins {major} --ref COMMIT writes this
+# python -m cellsched_tools.pins {major} --ref COMMIT writes this
 # file again; a pin changed by hand says why on its line. With a
 # checkout of openstack/requirements at hand, test_install.py checks
 # every pin against the commit above (NOVA_CELLSCHED_REQUIREMENTS_REPO).

@@ -14,7 +14,7 @@
 
 Install the nova release, then run::
 
-    python -m nova_cellsched.compat.maintainer [--tested-python PYTHON]
+    python -m cellsched_tools.maintainer [--tested-python PYTHON]
                                                [--against MAJOR]
 
 (``tools/nova-release-check NN`` builds the release's virtualenv, runs
@@ -60,7 +60,7 @@ from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts as parts_mod
 
-PROG = 'python -m nova_cellsched.compat.maintainer'
+PROG = 'python -m cellsched_tools.maintainer'
 
 #: How long the tested side may take to import nova and read its sources.
 TESTED_SIDE_TIMEOUT = 300
@@ -121,7 +121,7 @@ def module_text(version: str, hashes: dict[str, str]) -> str:
         '',
         '"""The relied-on sources as tested with nova %s.' % version,
         '',
-        'Printed by ``python -m nova_cellsched.compat.maintainer``; data '
+        'Printed by ``python -m cellsched_tools.maintainer``; data '
         'only.',
         '"""',
         '',
@@ -189,20 +189,22 @@ def source_texts(names: Iterable[str]) -> dict[str, Any]:
     return {'nova': hashing.nova_version(), 'sources': found}
 
 
-#: Run by the tested side's Python: this module from the running
-#: checkout (only the ``nova_cellsched`` package, not its directory's
-#: other packages), nova and the libraries from that Python's own
-#: environment. argv: the package directory, then the source names.
+#: Run by the tested side's Python: this checkout's ``nova_cellsched``
+#: and ``cellsched_tools`` packages (not its directory's others), nova
+#: and the libraries from that Python's own environment. argv: the
+#: checkout's directory, then the source names.
 _TESTED_SIDE = """
 import importlib.util, os, sys
-package = sys.argv[1]
-spec = importlib.util.spec_from_file_location(
-    'nova_cellsched', os.path.join(package, '__init__.py'),
-    submodule_search_locations=[package])
-module = importlib.util.module_from_spec(spec)
-sys.modules['nova_cellsched'] = module
-spec.loader.exec_module(module)
-from nova_cellsched.compat import maintainer
+top = sys.argv[1]
+for name in ('nova_cellsched', 'cellsched_tools'):
+    package = os.path.join(top, name)
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(package, '__init__.py'),
+        submodule_search_locations=[package])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+from cellsched_tools import maintainer
 sys.exit(maintainer.main(['--source-texts'] + sys.argv[2:]))
 """
 
@@ -215,11 +217,10 @@ def tested_texts(python: str, names: Sequence[str]) -> dict[str, Any]:
 
     :raises BadInput: *python* does not run, or fails (its last line).
     """
-    package = os.path.dirname(os.path.dirname(os.path.abspath(
-        core.__file__)))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         result = subprocess.run(  # noqa: S603 - the maintainer's Python
-            [python, '-c', _TESTED_SIDE, package] + list(names),
+            [python, '-c', _TESTED_SIDE, top] + list(names),
             capture_output=True, text=True, timeout=TESTED_SIDE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BadInput('expected --tested-python to be the Python of a '
