@@ -155,3 +155,22 @@ class TestLayout(testtools.TestCase):
         for name in ('nova_cellsched.filters', 'nova_cellsched.timing',
                      'nova_cellsched.listing', 'nova_cellsched.conf'):
             importlib.import_module(name)
+
+    def test_the_installed_package_holds_no_maintainers_tool(self):
+        """setup.cfg ships nova_cellsched alone, and it never imports them.
+
+        The maintainers' tools (``cellsched_tools``) run from a checkout;
+        a nova-api or nova-scheduler host has the plugin only.
+        """
+        import configparser
+
+        setup = configparser.ConfigParser()
+        setup.read(PACKAGE.parent / 'setup.cfg')
+        self.assertEqual(['nova_cellsched'],
+                         setup['files']['packages'].split())
+        self.assertFalse((PACKAGE / 'compat' / 'maintainer.py').exists())
+        self.assertFalse((PACKAGE / 'compat' / 'pins.py').exists())
+        for path in sorted(PACKAGE.rglob('*.py')):
+            for target in self._imports(path):
+                self.assertFalse(target.split('.')[0] == 'cellsched_tools',
+                                 '%s imports %s' % (path, target))
