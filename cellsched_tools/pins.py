@@ -304,8 +304,7 @@ def render(major: int, template: str, snapshot: Snapshot, nova: str,
 
 def releases_dir() -> str:
     """``tools/releases`` of the checkout this package runs from."""
-    top = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__))))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return os.path.join(top, 'tools', 'releases')
 
 
