@@ -92,7 +92,6 @@ CONF = nova.conf.CONF
 conf_mod.register_opts(CONF)
 
 
-
 def _nova(owner: str, name: str) -> Callable[..., Any]:
     """nova's own *owner.name*, which this module stands in for.
 
@@ -101,6 +100,7 @@ def _nova(owner: str, name: str) -> Callable[..., Any]:
     """
     found: Callable[..., Any] = compat.original(owner, name)
     return found
+
 
 #: Queries given up on that still run, per cell, in this process.
 STUCK = guard.StuckQueries()
@@ -112,6 +112,7 @@ HEALTH = health.CellHealth()
 #: A worker's blocking calls on a cell end after this many
 #: ``list_cell_timeout``.
 IO_TIMEOUT_FACTOR = 2
+
 
 def io_timeout(cell_timeout: float | None) -> float | None:
     """Seconds any one blocking call of a worker on a cell may take.
