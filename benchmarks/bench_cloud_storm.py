@@ -20,7 +20,7 @@ Not a test: a script that prints (and with ``--out DIR`` saves as
     python benchmarks/bench_cloud_storm.py --quick
     python benchmarks/bench_cloud_storm.py --trace   # osprofiler + redis
 
-It starts the cloud of ``tools/cloud up`` (:mod:`nova_cellsched.demo.cloud`:
+It starts the cloud of ``tools/cloud up`` (:mod:`cellsched_tools.cloud`:
 three cells, ten fake nova-computes, every service its own process;
 ``--dir`` of a running cloud reuses it), then for each scheduling
 configuration (nova's default filters, + ``ProjectCellFilter``, + the
@@ -83,10 +83,13 @@ import warnings
 warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
+# The checkout (its maintainers' tools: the cloud).
+sys.path.insert(2, os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
-from nova_cellsched.demo import cloud as cloud_mod  # noqa: E402
+from cellsched_tools import cloud as cloud_mod  # noqa: E402
 
 UNMAPPED = ('5b1e0a9f2c8d4e8fa1b2c3d4e5f60718',
             '6c2f1b0a3d9e4f8a9b1c2d3e4f506172',

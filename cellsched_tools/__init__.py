@@ -20,5 +20,8 @@ checkout's top directory (or with it on ``PYTHONPATH``):
   tested releases', and the running nova's table
   (``python -m cellsched_tools.maintainer``);
 - :mod:`.pins`: a nova release's pin file from openstack/requirements
-  (``python -m cellsched_tools.pins NN``).
+  (``python -m cellsched_tools.pins NN``);
+- :mod:`.cloud`: a multi-cell nova on this machine, every service its
+  own process (``tools/cloud up``), for the smoke test and the boot
+  storm benchmark.
 """

@@ -47,8 +47,8 @@ from sqlalchemy import pool as sa_pool
 import testtools
 from testtools import content
 
+from cellsched_tools import cloud as cloud_mod
 from nova_cellsched.demo import api as demo_api
-from nova_cellsched.demo import cloud as cloud_mod
 from nova_cellsched.demo import seed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(

@@ -170,6 +170,7 @@ class TestLayout(testtools.TestCase):
                          setup['files']['packages'].split())
         self.assertFalse((PACKAGE / 'compat' / 'maintainer.py').exists())
         self.assertFalse((PACKAGE / 'compat' / 'pins.py').exists())
+        self.assertFalse((PACKAGE / 'demo' / 'cloud.py').exists())
         for path in sorted(PACKAGE.rglob('*.py')):
             for target in self._imports(path):
                 self.assertFalse(target.split('.')[0] == 'cellsched_tools',

@@ -112,7 +112,10 @@ STATE = 'state.json'
 UP_TAKES = '2 minutes'
 #: This module, as ``python -m`` runs it (``__name__`` is then
 #: ``__main__``).
-MODULE = 'nova_cellsched.demo.cloud'
+MODULE = 'cellsched_tools.cloud'
+
+#: The checkout this module runs from (its children import it too).
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class CloudError(Exception):
@@ -820,7 +823,8 @@ class Cloud:
         env = dict(os.environ)
         # This package (a checkout, or site-packages) before the venv's.
         env['PYTHONPATH'] = os.pathsep.join(
-            p for p in [demo_api.PACKAGE_ROOT, env.get('PYTHONPATH', '')]
+            p for p in dict.fromkeys([demo_api.PACKAGE_ROOT, CHECKOUT,
+                                      env.get('PYTHONPATH', '')])
             if p)
         for name in ('OS_NOVA_DISABLE_EVENTLET_PATCHING', 'OS_CLOUD',
                      'OS_NOVA_CONFIG_DIR'):
