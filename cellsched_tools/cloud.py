@@ -118,6 +118,34 @@ MODULE = 'cellsched_tools.cloud'
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@contextlib.contextmanager
+def frozen(url: str) -> Iterator[None]:
+    """Every table of the MariaDB database at *url* write-locked.
+
+    One session write-locks every table (``LOCK TABLES ... WRITE``):
+    every other session's query on them waits on MariaDB's metadata
+    lock until the block ends, as behind a stuck DDL or a hung storage
+    volume. Nothing is lost: the waiting queries run when the tables are
+    unlocked, also when the block raises.
+    """
+    import sqlalchemy as sa
+    from sqlalchemy import pool
+
+    engine = sa.create_engine(url, poolclass=pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            tables = [str(row[0]) for row in
+                      conn.exec_driver_sql('SHOW TABLES').all()]
+            conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
+                '`%s` WRITE' % table for table in tables))
+            try:
+                yield
+            finally:
+                conn.exec_driver_sql('UNLOCK TABLES')
+    finally:
+        engine.dispose()
+
+
 class CloudError(Exception):
     """The cloud could not be started, shown or stopped as asked."""
 
@@ -1242,31 +1270,12 @@ class Cloud:
 
     @contextlib.contextmanager
     def frozen_cell(self, cell: str) -> Iterator[None]:
-        """Cell *cell*'s database frozen for the block.
+        """Cell *cell*'s database frozen for the block (:func:`frozen`).
 
-        One session write-locks every table of the cell's database
-        (``LOCK TABLES ... WRITE``): every other session's query on them
-        waits on MariaDB's metadata lock until the block ends, as behind
-        a stuck DDL or a hung storage volume; the server and the other
-        cells' databases answer as before. Nothing is lost: the waiting
-        queries run when the tables are unlocked.
+        The server and the other cells' databases answer as before.
         """
-        import sqlalchemy as sa
-        from sqlalchemy import pool
-        engine = sa.create_engine(self.database_url(cell),
-                                  poolclass=pool.NullPool)
-        try:
-            with engine.connect() as conn:
-                tables = [str(row[0]) for row in
-                          conn.exec_driver_sql('SHOW TABLES').all()]
-                conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
-                    '`%s` WRITE' % table for table in tables))
-                try:
-                    yield
-                finally:
-                    conn.exec_driver_sql('UNLOCK TABLES')
-        finally:
-            engine.dispose()
+        with frozen(self.database_url(cell)):
+            yield
 
     def sighup_scheduler(self, cellsched: dict[str, str],
                          timeout: float = 120.0) -> None:

@@ -19,9 +19,7 @@ Every database name carries a random tag and is dropped at cleanup, so
 parallel stestr workers never collide and a rerun starts clean.
 """
 
-from collections.abc import Iterator
 from collections.abc import Sequence
-import contextlib
 import os
 import uuid
 
@@ -36,7 +34,6 @@ from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures as db_fixtures
 from oslotest import base
 import sqlalchemy as sa
-from sqlalchemy import pool as sa_pool
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
@@ -61,30 +58,6 @@ def server_available(url: str) -> str | None:
         return None
     except Exception as exc:  # noqa: BLE001 - any reason is reported
         return str(exc)
-    finally:
-        engine.dispose()
-
-
-@contextlib.contextmanager
-def frozen(url: str) -> Iterator[None]:
-    """Every table of the MariaDB database at *url* write-locked.
-
-    By another session (``LOCK TABLES ... WRITE``, as the multi-process
-    cloud's ``frozen_cell``): every query of another session on them
-    waits until the block ends; then they are unlocked, also when the
-    block raises.
-    """
-    engine = sa.create_engine(url, poolclass=sa_pool.NullPool)
-    try:
-        with engine.connect() as conn:
-            tables = [str(row[0]) for row in
-                      conn.exec_driver_sql('SHOW TABLES').all()]
-            conn.exec_driver_sql('LOCK TABLES ' + ', '.join(
-                '`%s` WRITE' % table for table in tables))
-            try:
-                yield
-            finally:
-                conn.exec_driver_sql('UNLOCK TABLES')
     finally:
         engine.dispose()
 

@@ -29,6 +29,7 @@ from nova.db.api import models as api_models
 import requests
 import sqlalchemy as sa
 
+from cellsched_tools import cloud
 from nova_cellsched.demo import seed
 from tests.functional import db
 from tests.functional import placement_server
@@ -527,8 +528,8 @@ class FrozenCellCliTest(PlacementCliTestCase):
     """
 
     def _frozen(self, cell):
-        """*cell*'s database frozen for the block (:func:`db.frozen`)."""
-        return db.frozen(self.world.url_of(cell))
+        """*cell*'s database frozen for the block (``cloud.frozen``)."""
+        return cloud.frozen(self.world.url_of(cell))
 
     def test_new_node_joins_while_another_cell_is_frozen(self):
         """cell1's database frozen: a node added to cell2 joins cell2's

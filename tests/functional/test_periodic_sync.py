@@ -38,6 +38,7 @@ from nova.tests.functional import fixtures as func_fixtures
 import sqlalchemy as sa
 from sqlalchemy import pool as sa_pool
 
+from cellsched_tools import cloud
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import compat
 from nova_cellsched.demo import seed
@@ -645,10 +646,10 @@ class FrozenCellPeriodicSyncTest(db.FunctionalTestCase):
 
     def _frozen(self, name):
         """Lock every table of *name*'s database until the cleanup (or
-        the returned thaw) runs (:func:`db.frozen`).
+        the returned thaw) runs (:func:`cellsched_tools.cloud.frozen`).
         """
         stack = contextlib.ExitStack()
-        stack.enter_context(db.frozen(self.world.url_of(name)))
+        stack.enter_context(cloud.frozen(self.world.url_of(name)))
         self.addCleanup(stack.close)
         return stack.close
 
