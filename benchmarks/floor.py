@@ -72,7 +72,6 @@ class Floor:
     THREADS = 16
 
     def __init__(self, world: types.SimpleNamespace) -> None:
-        self.world = world
         #: Cell name -> (its server's URL without a database, database).
         self.cells: dict[str, tuple[str, str]] = {}
         for name, cell in world.cells.items():
@@ -80,6 +79,8 @@ class Floor:
             self.cells[name] = (
                 url.set(database='').render_as_string(hide_password=False),
                 str(url.database))
+        #: The API database, where the page's servers are placed.
+        self.api = sa.create_engine(world.api_url)
         self.engines = {server: sa.create_engine(
             server, pool_size=self.THREADS, max_overflow=0)
             for server, _db in self.cells.values()}
@@ -95,6 +96,7 @@ class Floor:
             connection.close()
         for engine in self.engines.values():
             engine.dispose()
+        self.api.dispose()
 
     def _connection(self, server: str) -> Any:
         """This thread's connection to *server*, opened once."""
@@ -107,23 +109,18 @@ class Floor:
                 self.connections.append(mine[server])
         return mine[server]
 
-    def placed(self, body: bytes) -> dict[str, list[str]]:
-        """The page's uuids by the name of their cell (not timed)."""
-        uuids = [server['id'] for server in json.loads(body)['servers']]
+    def placed(self, uuids: list[str]) -> dict[str, list[str]]:
+        """*uuids* by the name of their cell (not timed)."""
         by_cell: dict[str, list[str]] = {}
         if not uuids:
             return by_cell
-        engine = sa.create_engine(self.world.api_url)
-        try:
-            with engine.connect() as conn:
-                rows = conn.execute(sa.text(
-                    'SELECT m.instance_uuid, c.name FROM instance_mappings m '
-                    'JOIN cell_mappings c ON c.id = m.cell_id '
-                    'WHERE m.instance_uuid IN :uuids').bindparams(
-                        sa.bindparam('uuids', expanding=True)),
-                    {'uuids': uuids}).all()
-        finally:
-            engine.dispose()
+        with self.api.connect() as conn:
+            rows = conn.execute(sa.text(
+                'SELECT m.instance_uuid, c.name FROM instance_mappings m '
+                'JOIN cell_mappings c ON c.id = m.cell_id '
+                'WHERE m.instance_uuid IN :uuids').bindparams(
+                    sa.bindparam('uuids', expanding=True)),
+                {'uuids': uuids}).all()
         for uuid, cell in rows:
             by_cell.setdefault(cell, []).append(uuid)
         return by_cell
@@ -158,8 +155,8 @@ class Floor:
         """
         from oslo_serialization import jsonutils
 
-        by_cell = self.placed(body)
         decoded = json.loads(body)
+        by_cell = self.placed([server['id'] for server in decoded['servers']])
         at = tuple(int(n) for n in version.split('.'))
         start = time.perf_counter()
         futures = [self.pool.submit(self._read, cell, uuids, at)
