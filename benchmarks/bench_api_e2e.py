@@ -348,7 +348,8 @@ def render(report: dict[str, Any]) -> str:
         'no figure stabilised.',
     ] + ([
         '* floor ms: the same page\'s rows read from their cells with plain '
-        'SQL (PyMySQL, one connection per cell, the cells in parallel, '
+        'SQL (PyMySQL, the cells in parallel, a connection per thread '
+        'and database server, '
         'every table the body draws on, by the page\'s uuids) and the same '
         'body encoded with nova\'s `jsonutils.dumps`, in this run\'s '
         'client process, between the requests; ours / floor: what ours '
