@@ -361,17 +361,24 @@ listing_opts = [
         default=60.0,
         min=0.1,
         help="""
-Seconds a cell database may take to answer one cross-cell listing.
+Seconds a cell database may keep one cross-cell listing waiting.
 
 Each cell's own queries in one listing (the marker's read, the first
-batch, every further batch) run at most this long in all: a cell that
-has not answered by then is reported as timed out and the listing
-returns without it (or fails, see ``[api]
+batch, every further batch) may keep it waiting this long in all: a
+cell that has not answered by then is reported as timed out and the
+listing returns without it (or fails, see ``[api]
 list_records_by_skipping_down_cells``), and it is not asked again in
-that request. A cell is charged only while its own query runs, so one
-hung cell does not use up the others' time, and time a query waits for
-a free worker is never charged to a cell: a cell is reported down only
-when its own query did not answer or failed.
+that request. A cell is charged only the time its own queries waited
+on it. On Linux (x86_64, aarch64), where the kernel tells what a thread
+waits on, that is the time a query's thread slept in a read, write or
+poll on the cell's connection with nothing coming, in waits longer than
+0.1 seconds (the sampling interval); time spent reading rows, waiting
+for a CPU or for Python's GIL in a busy process, or waiting for a free
+worker, is never charged. Elsewhere, and where queries run on green
+threads (eventlet), the wall time each query ran is charged. So one hung
+cell does not use up the others' time, and a cell is reported down only
+when its own database did not answer or failed, never because nova-api
+was busy.
 
 A request waits for the process's workers at most twice this value in
 all (its marker, every round and, in nova-api, the faults and volume
@@ -379,12 +386,13 @@ lookups after the listing): each call waits for a worker at most this
 value or what is left of that, whichever is less, and a query still
 waiting then runs at once on a thread of its own. So, beyond the time
 the answering cells' queries take, a request waits at most 2 x this
-value for a busy process plus this value for each cell that stops
-answering (each such cell once). A cell frozen from the start costs a
-listing this value once. In nova-api, every blocking call made on a
-PyMySQL database connection for the listing (connect, pre-ping, query,
-fetch, rollback, close), the API database's request specs included,
-ends within twice this value plus 0.1 seconds, all of them together,
+value for a busy process plus this value (and up to 0.1 seconds) for
+each cell that stops answering (each such cell once). A cell frozen
+from the start costs a listing this value once. In nova-api, every
+blocking call made on a PyMySQL database connection for the listing
+(connect, pre-ping, query, fetch, rollback, close), the API database's
+request specs included, ends after twice this value without an answer,
+and once a listing gave a cell up the calls that follow end at once,
 so a thread blocked on a hung server ends on its own. nova's own lister
 uses a fixed 60 seconds (``nova.context.CELL_TIMEOUT``) and no bound on
 a query. nova-api's start-up check of nova-compute versions through

@@ -24,15 +24,20 @@ of batches), none before all are submitted, and waits for them all at
 once (:func:`gather`).
 
 Each cell has a :class:`Budget`: the time charged to it is only the time
-its own futures ran, so one hung cell cannot use up the allowance of the
-others, whatever the order the caller waits in.
+its own futures kept waiting on the cell, so one hung cell cannot use up
+the allowance of the others, whatever the order the caller waits in.
+Where the kernel tells (:mod:`.silence`: Linux, tasks on OS threads),
+that is the time a task's thread slept waiting on I/O without an
+answer, its cell's silence; time it waited for the GIL, a lock or a CPU
+is the process's, never charged. Elsewhere it is the wall time the task
+ran.
 
 A call's *wait* (a :class:`Deadline`) bounds how long its tasks may wait
 in the executor's queue: a task that no worker has taken by then is not
 the cell's fault, so it is taken out of the queue and run at once on a
 thread of its own (:func:`run_late`), under the same budget. A cell is
-therefore reported as not answering only when its own task ran past its
-budget, never because the process was busy.
+therefore reported as not answering only when its own database kept
+its task waiting past its budget, never because the process was busy.
 
 Failures are values, not log lines: every cell ends as a
 :class:`Outcome`, and a failed one keeps the original exception object.
@@ -50,6 +55,8 @@ from typing import Any, Generic, TypeVar
 import futurist
 from futurist import waiters
 
+from nova_cellsched import silence
+
 K = TypeVar('K')
 R = TypeVar('R')
 
@@ -59,6 +66,10 @@ TIMED_OUT = 'timed out'
 
 #: Seconds between looks at tasks still waiting for a worker.
 QUEUED_POLL = 0.05
+#: Seconds between looks at what a running task's thread waits on
+#: (:mod:`.silence`): a cell is given up on at most this much after its
+#: silence reached its budget.
+SILENCE_POLL = 0.1
 
 
 class CellTimeout(Exception):
@@ -111,28 +122,42 @@ class Deadline:
         not *seconds* (a budget's total rather than what was left of it).
     :param pending: the clock starts at :meth:`begin`, not now: a task
         waiting in an executor's queue is not yet charged.
+    :param silent: count only the silence of the thread that calls
+        :meth:`begin` (:mod:`.silence`), sampled by :meth:`sample` in the
+        thread that made the deadline, rather than wall time, where that
+        thread can be watched.
     """
 
     def __init__(self, seconds: float | None,
                  clock: Callable[[], float] = time.monotonic,
                  limit: float | None = None,
-                 pending: bool = False) -> None:
+                 pending: bool = False, silent: bool = False) -> None:
         self.seconds = seconds if limit is None else limit
         self._allowed = seconds
         self._clock = clock
+        self._sampler = threading.get_native_id() if silent else None
         self._lock = threading.Lock()
         self.began: float | None = None
         self._at: float | None = None
+        #: The task's thread, watched (:meth:`begin` with *silent*).
+        self.watch: silence.Watch | None = None
         if not pending:
             self.begin()
 
     def begin(self) -> None:
-        """Start the clock now (once: later calls change nothing)."""
+        """Start the clock now (once: later calls change nothing).
+
+        With *silent*, called by the task's own thread: that thread is
+        the one watched.
+        """
         with self._lock:
             if self.began is not None:
                 return
+            if self._sampler is not None and self._allowed is not None:
+                self.watch = silence.watch(threading.get_native_id(),
+                                           self._clock, self._sampler)
             self.began = self._clock()
-            if self._allowed is not None:
+            if self._allowed is not None and self.watch is None:
                 self._at = self.began + self._allowed
 
     @property
@@ -145,27 +170,54 @@ class Deadline:
         """
         if self._allowed is None:
             return None
+        if self.watch is not None:
+            return max(0.0, self._allowed - self.watch.silence)
         if self._at is None:
             return self._allowed
         return max(0.0, self._at - self._clock())
+
+    def sample(self) -> None:
+        """Look at what the watched thread waits on (see :mod:`.silence`).
+        """
+        if self.watch is not None:
+            self.watch.sample()
+
+    def charged(self) -> float:
+        """Seconds to charge: the silence seen, or the wall time since
+        :meth:`begin` (0 before it).
+        """
+        if self.began is None:
+            return 0.0
+        if self.watch is not None:
+            return self.watch.silence
+        return max(0.0, self._clock() - self.began)
 
 
 class Budget:
     """The seconds one cell may spend in one listing, over all its work.
 
-    Each future of the cell is charged from the moment its worker starts
-    it (:meth:`Deadline.begin`) until it completes, so a cell's first
-    batch and its further batches share one allowance; neither the time
-    the caller spends waiting for *other* cells nor the time the task
-    waits for a free worker is charged to it: one hung cell cannot run
-    down the budgets of the healthy ones. (A queued task is bounded by
-    its request's deadline instead: see :func:`run_round`.)
+    Each future of the cell is charged, once it completes, what its
+    deadline counted from the moment its worker started it
+    (:meth:`Deadline.begin`): with *silent*, the time the task's thread
+    slept waiting on the cell without an answer (:mod:`.silence`), else
+    the wall time it ran. A cell's first batch and its further batches
+    share one allowance; neither the time the caller spends waiting for
+    *other* cells nor the time the task waits for a free worker is
+    charged to it: one hung cell cannot run down the budgets of the
+    healthy ones, and a busy process (the GIL, a CPU) runs down none.
+    (A queued task is bounded by its request's deadline instead: see
+    :func:`run_round`.)
+
+    :param silent: charge silence where the task's thread can be
+        watched (its :meth:`start` deadlines are silent).
     """
 
     def __init__(self, seconds: float | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 silent: bool = True) -> None:
         self.seconds = seconds
         self._clock = clock
+        self.silent = silent
         self._spent = 0.0
         self._lock = threading.Lock()
 
@@ -200,13 +252,14 @@ class Budget:
         is charged nothing.
         """
         deadline = Deadline(self.remaining(), self._clock,
-                            limit=self.seconds, pending=pending)
+                            limit=self.seconds, pending=pending,
+                            silent=self.silent and pending)
 
         def charge(_done: 'concurrent.futures.Future[Any]') -> None:
             if deadline.began is None:
                 return
             with self._lock:
-                self._spent += max(0.0, self._clock() - deadline.began)
+                self._spent += deadline.charged()
 
         future.add_done_callback(charge)
         return deadline
@@ -314,10 +367,15 @@ def gather(futures: Mapping[K, 'concurrent.futures.Future[R]'],
                 own = deadlines[key].remaining()
                 if own is not None:
                     timeouts.append(own)
+                if deadlines[key].watch is not None:
+                    timeouts.append(SILENCE_POLL)
         if not pending:
             break
         waiters.wait_for_all(list(pending.values()),
                              timeout=min(timeouts) if timeouts else None)
+        for key, future in pending.items():
+            if not future.done():
+                deadlines[key].sample()
         pending = {key: future for key, future in pending.items()
                    if not future.done() and
                    (deadlines[key].pending or

@@ -96,19 +96,26 @@ class ConnectFailed(ConnectionError):
 
 
 @contextlib.contextmanager
-def io_timeout(seconds: float | None) -> Iterator[None]:
+def io_timeout(seconds: float | None, total: bool = True,
+               given_up: Query | None = None) -> Iterator[None]:
     """PyMySQL I/O on this thread in this block ends within *seconds*.
 
     Each blocking call (connect, handshake, pre-ping, query, fetch,
-    rollback, close) times out after at most *seconds*, and all of them
-    together within :data:`GRAIN` of *seconds* from now: a chain of
-    calls on a frozen server (a pre-ping, then a reconnect) cannot add
-    up to more.
+    rollback, close) times out after at most *seconds* without an
+    answer (a socket timeout: time waiting for the GIL or a CPU is not
+    counted), and with *total* all of them together within :data:`GRAIN`
+    of *seconds* from now, on the wall clock: a chain of calls on a
+    frozen server (a pre-ping, then a reconnect) cannot add up to more.
 
     :param seconds: None changes nothing.
+    :param total: False for no bound on the block's wall time: a busy
+        process never cuts short the I/O of a server that answers.
+    :param given_up: once this query is abandoned (the caller stopped
+        waiting for it), every further blocking call times out at once:
+        the chain ends with the call in progress.
     """
     limit = None if seconds is None else (
-        seconds, time.monotonic() + seconds)
+        seconds, time.monotonic() + seconds if total else None, given_up)
     with _thread_setting('limit', limit):
         yield
 
@@ -119,8 +126,13 @@ def _thread_timeout() -> float | None:
     if limit is None:
         return None
     seconds: float
-    deadline: float
-    seconds, deadline = limit
+    deadline: float | None
+    given_up: Query | None
+    seconds, deadline, given_up = limit
+    if given_up is not None and given_up.abandoned:
+        return _EXPIRED
+    if deadline is None:
+        return seconds
     left = deadline - time.monotonic()
     if left <= 0:
         return _EXPIRED

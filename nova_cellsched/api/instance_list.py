@@ -477,7 +477,11 @@ class _GuardedCalls:
             raise gather.CellTimeout(self.cell_timeout)
         start = time.monotonic()
         try:
-            with guard.io_timeout(io_timeout(self.cell_timeout)):
+            # Each blocking call bounded, not their sum: the listing
+            # gives the cell up on its silence (.gather), and the calls
+            # after that end at once.
+            with guard.io_timeout(io_timeout(self.cell_timeout),
+                                  total=False, given_up=query):
                 return function(*args)
         finally:
             STUCK.end(query)

@@ -383,8 +383,9 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
 
     ({uuid: availability_zone}, {uuid: scheduler_hints}), each without
     the None values, as nova's ``_list_view`` builds them; the hints
-    only when *hints* (>= 2.100). The API database's I/O ends within the
-    listing's I/O bound (``2 x [cellsched] list_cell_timeout``).
+    only when *hints* (>= 2.100). Each blocking call on the API database
+    ends within the listing's I/O bound (``2 x [cellsched]
+    list_cell_timeout`` without an answer).
 
     :raises nova_cellsched.api.guard.ConnectFailed, oslo_db.exception.
         DBError: the API database did not answer within that bound.
@@ -404,7 +405,7 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
         return zones, sched_hints
     stub = objects.RequestSpec()
     timeout = nova.conf.CONF[conf_mod.GROUP_NAME].list_cell_timeout
-    with guard.io_timeout(instance_list.io_timeout(timeout)):
+    with guard.io_timeout(instance_list.io_timeout(timeout), total=False):
         spec_rows = _spec_rows(context, instance_uuids)
     for spec_id, uuid, text in spec_rows:
         try:

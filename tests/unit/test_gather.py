@@ -13,9 +13,11 @@
 """Tests of the parallel gather, the deadline and the refetch rounds.
 
 Tasks run in a real ``futurist.ThreadPoolExecutor`` and block on real
-``threading.Event`` / ``threading.Barrier`` objects; nothing is patched.
-A hand-moved clock is used only where a deadline must already be over.
-No test asserts an elapsed time: slow machines must not fail them.
+``threading.Event`` / ``threading.Barrier`` objects (a busy process: a
+thread kept from running) or on a socket whose peer says nothing (a
+frozen cell database); nothing is patched. A hand-moved clock is used
+only where a deadline must already be over. No test asserts an elapsed
+time: slow machines must not fail them.
 
 ``tests/__init__.py`` puts nova in native threading mode, so the workers
 are OS threads; :meth:`GatherTestCase.test_gather_tasks_run_concurrently`
@@ -23,7 +25,9 @@ checks that too.
 """
 
 import collections
+import socket
 import threading
+import unittest
 
 import futurist
 import hypothesis
@@ -32,6 +36,7 @@ from oslotest import base
 
 from nova_cellsched import gather
 from nova_cellsched.listing import sorting
+from nova_cellsched import silence
 
 # Long enough never to be reached when the code works, short enough that
 # a broken implementation fails the test instead of hanging the run.
@@ -85,6 +90,25 @@ class ExecutorTestCase(base.BaseTestCase):
         def task():
             if not event.wait(SAFETY):
                 raise AssertionError('event never set')
+            return result
+        return task
+
+    def unanswered(self, result):
+        """A task waiting on a peer that says nothing until the cleanup.
+
+        A frozen cell database: the task sleeps in a socket read (its
+        silence is counted, :mod:`nova_cellsched.silence`); it returns
+        *result* once the test ends.
+        """
+        ours, peer = socket.socketpair()
+        ours.settimeout(SAFETY)
+        self.addCleanup(ours.close)
+        self.addCleanup(peer.close)
+        # Before the executor's shutdown and the sockets' close (LIFO).
+        self.addCleanup(peer.sendall, b'x')
+
+        def task():
+            ours.recv(1)
             return result
         return task
 
@@ -246,11 +270,10 @@ class GatherTestCase(ExecutorTestCase):
 
     def test_run_round_exhausts_only_the_budget_that_timed_out(self):
         """A hung cell times out on its budget; the other keeps its own."""
-        hang = self.event()
         budgets = {'hung': gather.Budget(0.05),
                    'quick': gather.Budget(SAFETY)}
         outcomes = gather.run_round(self.executor.submit, {
-            'hung': (self.blocked_until(hang, []), ()),
+            'hung': (self.unanswered([]), ()),
             'quick': (lambda: ['row'], ())}, budgets)
         self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
         self.assertEqual(0.0, budgets['hung'].remaining())
@@ -287,14 +310,14 @@ class GatherTestCase(ExecutorTestCase):
         """Queued first, then hung: timed out once it ran its budget."""
         executor = futurist.ThreadPoolExecutor(max_workers=1)
         self.addCleanup(executor.shutdown, wait=False)
-        busy, hang = self.event(), self.event()
+        busy = self.event()
         executor.submit(busy.wait, SAFETY)
         timer = threading.Timer(0.2, busy.set)
         self.addCleanup(timer.cancel)
         timer.start()
         budgets = {'hung': gather.Budget(0.1)}
         outcomes = gather.run_round(executor.submit, {
-            'hung': (self.blocked_until(hang, []), ())}, budgets)
+            'hung': (self.unanswered([]), ())}, budgets)
         self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)
         self.assertEqual(0.1, outcomes['hung'].error.seconds)
 
@@ -383,6 +406,138 @@ class GatherTestCase(ExecutorTestCase):
         self.assertEqual(set(range(n)), {index for index, _ in results})
         # OS threads, not green threads sharing one native thread.
         self.assertEqual(n, len({native for _, native in results}))
+
+
+@unittest.skipUnless(silence.supported(),
+                     'this system does not tell what a thread waits on')
+class SilenceTestCase(ExecutorTestCase):
+    """A cell is charged its silence, never the process's busyness.
+
+    A task kept from running (here: waiting for a lock, as a thread waits
+    for the GIL or a CPU in a busy process) is not its cell's fault; a
+    task whose database says nothing is.
+    """
+
+    def test_a_task_kept_from_running_past_its_budget_still_answers(self):
+        """Regression: under load, healthy cells were reported down."""
+        busy = threading.Lock()
+        busy.acquire()
+        timer = threading.Timer(0.5, busy.release)
+        self.addCleanup(timer.cancel)
+        timer.start()
+
+        def starved():
+            if not busy.acquire(timeout=SAFETY):
+                raise AssertionError('never released')
+            return ['row']
+
+        budgets = {'c1': gather.Budget(0.1)}
+        outcomes = gather.run_round(self.executor.submit,
+                                    {'c1': (starved, ())}, budgets)
+        self.assertEqual(gather.OK, outcomes['c1'].status,
+                         outcomes['c1'].describe())
+        self.assertEqual(['row'], outcomes['c1'].result)
+        # Nothing charged: its thread never waited on its peer.
+        self.assertEqual(0.1, budgets['c1'].remaining())
+
+    def test_a_silent_peer_is_timed_out_beside_a_starved_task(self):
+        """The same round: the frozen cell is down, the starved one not."""
+        busy = self.event()
+        timer = threading.Timer(0.5, busy.set)
+        self.addCleanup(timer.cancel)
+        timer.start()
+        budgets = {'frozen': gather.Budget(0.2),
+                   'starved': gather.Budget(0.2)}
+        outcomes = gather.run_round(self.executor.submit, {
+            'frozen': (self.unanswered([]), ()),
+            'starved': (self.blocked_until(busy, ['row']), ())}, budgets)
+        self.assertEqual(gather.TIMED_OUT, outcomes['frozen'].status)
+        self.assertEqual(0.0, budgets['frozen'].remaining())
+        self.assertEqual(['row'], outcomes['starved'].result)
+
+    def test_silence_adds_up_over_the_cell_s_waits(self):
+        """A cell answering late again and again runs out of budget.
+
+        Each read waits 0.3 s for the peer: no one wait is the budget
+        (0.5 s), but their sum is.
+        """
+        ours, peer = socket.socketpair()
+        ours.settimeout(SAFETY)
+        self.addCleanup(ours.close)
+        self.addCleanup(peer.close)
+        stop = self.event()
+
+        def slow_peer():
+            while not stop.wait(0.3):
+                peer.sendall(b'x')
+
+        sender = threading.Thread(target=slow_peer, daemon=True)
+        sender.start()
+
+        def reads():
+            for _ in range(20):
+                ours.recv(1)
+            return ['all']
+
+        budget = gather.Budget(0.5)
+        outcomes = gather.run_round(self.executor.submit,
+                                    {'slow': (reads, ())}, {'slow': budget})
+        self.assertEqual(gather.TIMED_OUT, outcomes['slow'].status)
+
+    def test_without_a_watch_the_wall_time_is_charged(self):
+        """Budget(silent=False): a starved task is timed out (wall time).
+        """
+        busy = self.event()
+        outcomes = gather.run_round(self.executor.submit, {
+            'c1': (self.blocked_until(busy, ['row']), ())},
+            {'c1': gather.Budget(0.1, silent=False)})
+        self.assertEqual(gather.TIMED_OUT, outcomes['c1'].status)
+
+    def test_a_watch_counts_only_a_sleep_on_io(self):
+        """Asleep on a lock, nothing; asleep in a read, the time it slept.
+        """
+        lock = threading.Lock()
+        lock.acquire()
+        ours, peer = socket.socketpair()
+        ours.settimeout(SAFETY)
+        self.addCleanup(ours.close)
+        self.addCleanup(peer.close)
+        ready = threading.Event()
+        native = []
+
+        def sleeper():
+            native.append(threading.get_native_id())
+            ready.set()
+            lock.acquire(timeout=SAFETY)
+            ours.recv(1)
+
+        thread = threading.Thread(target=sleeper, daemon=True)
+        thread.start()
+        ready.wait(SAFETY)
+        clock = FakeClock()
+        own = threading.get_native_id()
+        watch = silence.watch(native[0], clock, own)
+        self.assertIsNotNone(watch)
+        for _ in range(3):
+            threading.Event().wait(0.05)
+            clock.advance(1.0)
+            watch.sample()
+        self.assertEqual(0.0, watch.silence)
+        lock.release()
+        # Until it sleeps in its read.
+        for _ in range(int(SAFETY / 0.05)):
+            threading.Event().wait(0.05)
+            clock.advance(1.0)
+            if watch.sample() > 0:
+                break
+        seen = watch.silence
+        threading.Event().wait(0.05)
+        clock.advance(1.0)
+        self.assertEqual(seen + 1.0, watch.sample())
+        peer.sendall(b'x')
+        thread.join(SAFETY)
+        # Not the sampler's own thread (green threads share it).
+        self.assertIsNone(silence.watch(own, clock, own))
 
 
 def runs_of(**cells):
@@ -508,10 +663,9 @@ class QueuedTaskTestCase(ExecutorTestCase):
     def test_a_late_task_that_hangs_is_timed_out_at_its_budget(self):
         """Run late, then hung: timed out when it ran its whole budget."""
         executor, frozen = self.held_pool(workers=1, held=1)
-        hang = self.event()
         budgets = {'hung': gather.Budget(self.WAIT)}
         outcomes = gather.run_round(
-            executor.submit, {'hung': (self.blocked_until(hang, []), ())},
+            executor.submit, {'hung': (self.unanswered([]), ())},
             budgets, gather.Deadline(self.WAIT))
         self.assertFalse(frozen.is_set(), 'waited for the busy worker')
         self.assertEqual(gather.TIMED_OUT, outcomes['hung'].status)

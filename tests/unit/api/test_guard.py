@@ -124,6 +124,24 @@ class TestIoTimeoutBound(base.BaseTestCase):
     def test_outside_a_block_nothing_is_bounded(self):
         self.assertIsNone(guard._thread_timeout())
 
+    def test_without_a_total_a_busy_process_never_cuts_a_call_short(self):
+        """total=False: however long the block ran, each call gets its
+        seconds (a socket timeout, which only silence runs down).
+        """
+        with guard.io_timeout(1.0, total=False):
+            self.now += 60.0
+            self.assertEqual(1.0, guard._thread_timeout())
+
+    def test_once_its_query_is_given_up_a_call_fails_at_once(self):
+        """The listing stopped waiting: the chain ends with this call."""
+        query = guard.Query('cell1')
+        stuck = guard.StuckQueries()
+        stuck.begin(query)
+        with guard.io_timeout(1.0, total=False, given_up=query):
+            self.assertEqual(1.0, guard._thread_timeout())
+            stuck.abandon(query)
+            self.assertEqual(guard._EXPIRED, guard._thread_timeout())
+
 
 class TestStuckQueriesAfterFork(base.BaseTestCase):
 

@@ -35,6 +35,7 @@ from nova_cellsched.api import instance_list
 from nova_cellsched.api import patch
 from nova_cellsched.api import startup
 from nova_cellsched import compat
+from tests import silent
 
 OLDEST = service_obj.SERVICE_VERSION_ALIASES[
     service_obj.OLDEST_SUPPORTED_SERVICE_VERSION]
@@ -134,8 +135,8 @@ class TestBoundedStartUpCheck(test.TestCase):
         Then nova's own query runs on the cell: a cell database that
         answers late.
         """
-        release = threading.Event()
-        self.addCleanup(release.set)
+        release = silent.Silence()
+        self.addCleanup(release.close)
         slow = self.by_name[name].uuid
         original = startup._cell_minimum
 

@@ -29,6 +29,7 @@ PURE = ('nova_cellsched.scheduler.mapping',
         'nova_cellsched.listing.sorting',
         'nova_cellsched.listing.rounds',
         'nova_cellsched.gather',
+        'nova_cellsched.silence',
         'nova_cellsched.compat.parts',
         'nova_cellsched.compat.hashing')
 

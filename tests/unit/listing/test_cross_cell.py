@@ -21,7 +21,6 @@ asserted are the contract's (``REQUEST_FACTOR x T`` for the process,
 for a loaded machine; the listing they replace took 8 ``T``.
 """
 
-import threading
 import time
 
 import futurist
@@ -31,6 +30,7 @@ from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
+from tests import silent
 
 #: list_cell_timeout in these tests.
 T = 1.0
@@ -89,8 +89,11 @@ class RequestDeadlineTestCase(base.BaseTestCase):
         self.addCleanup(self.executor.shutdown, wait=False)
 
     def thawed_at_cleanup(self):
-        frozen = threading.Event()
-        self.addCleanup(frozen.set)
+        """A frozen database (:class:`tests.silent.Silence`), thawed at
+        the cleanup.
+        """
+        frozen = silent.Silence()
+        self.addCleanup(frozen.close)
         return frozen
 
     def listed(self, lister, limit=1000, batch=100):
