@@ -250,3 +250,11 @@ def _close_idle_cell_connections() -> None:
         for engine in engines:
             if _is_pymysql(engine.dialect):
                 engine.pool.dispose()
+
+
+def state_check() -> list[str]:
+    """Part ``guard``'s check: the per-thread bound is per green thread.
+    """
+    from nova_cellsched.compat import checks
+
+    return checks.per_thread('guard', _local)

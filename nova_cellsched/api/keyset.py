@@ -177,3 +177,26 @@ def local_state() -> threading.local:
     patched ``threading``.
     """
     return _local
+
+
+def fits() -> list[str]:
+    """Part ``keyset``'s check: what it needs of oslo.db and the threads.
+    """
+    from nova.db.main import api as db_api
+
+    from nova_cellsched.compat import checks
+    from nova_cellsched.compat import core
+
+    problems: list[str] = []
+    ours = checks.parameters(paginate_query)
+    theirs = checks.parameters(oslo_utils.paginate_query)
+    if ours != theirs:
+        problems.append(checks.library_problem(
+            'oslo.db', 'has oslo_db.sqlalchemy.utils.paginate_query%s, '
+            'expected paginate_query%s (nova.db.main.api reaches it '
+            "through nova-cellsched's stand-in)" % (theirs, ours)))
+    module = getattr(db_api, 'sqlalchemyutils', None)
+    if module is not oslo_utils and not core.is_on('keyset'):
+        problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
+                        'sqlalchemy.utils (found %r)' % (module,))
+    return problems + checks.per_thread('keyset', local_state())

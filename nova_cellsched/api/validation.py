@@ -315,3 +315,19 @@ def validated() -> dict[str, int]:
     return VALIDATED.snapshot()
 
 
+def stack_check() -> list[str]:
+    """Part ``validation``'s check: nova's decorator stack on the two
+    methods is the one :mod:`.response_stack` rebuilds.
+    """
+    from nova_cellsched.compat import core
+
+    problems = []
+    for name in METHODS:
+        try:
+            response_stack.layers(core.original(
+                'nova.api.openstack.compute.servers:ServersController',
+                name))
+        except (AttributeError, KeyError, ValueError) as exc:
+            problems.append('ServersController.%s: unexpected %s'
+                            % (name, exc))
+    return problems

@@ -13,7 +13,10 @@
 """The checks of a part beyond its sources' hashes.
 
 Each answers a list of problems, one line each; [] when the part fits.
-Named in :data:`.parts.PARTS` (``checks``).
+Named in :data:`.parts.PARTS` (``checks``). A check of a part's own
+state lives beside the part (``api.guard.state_check``,
+``api.keyset.fits``, ``api.validation.stack_check``) and uses the
+helpers here: this module imports no part.
 
 What a part relies on of a library (SQLAlchemy, oslo.serialization,
 oslo.versionedobjects, oslo.db, jsonschema) is checked by what it does,
@@ -100,7 +103,7 @@ def library_problem(library: str, what: str) -> LibraryProblem:
             library_fix()))
 
 
-def _parameters(function: Callable[..., Any]) -> str:
+def parameters(function: Callable[..., Any]) -> str:
     """The parameters (names, kinds, defaults) without annotations."""
     signature = inspect.signature(inspect.unwrap(function))
     return str(signature.replace(
@@ -109,7 +112,11 @@ def _parameters(function: Callable[..., Any]) -> str:
         return_annotation=signature.empty))
 
 
-def _per_thread(name: str, local: Any) -> list[str]:
+def per_thread(name: str, local: Any) -> list[str]:
+    """The problem of a part whose state lives in thread-local *local*.
+
+    :param name: the module of ``nova_cellsched.api`` that holds it.
+    """
     # Scoped by a thread-local: under eventlet it must be
     # green-thread-local, or another request's query running in the
     # same OS thread would see it too.
@@ -118,53 +125,6 @@ def _per_thread(name: str, local: Any) -> list[str]:
                 'before threading was monkey-patched (import nova, and '
                 'patch, before nova_cellsched)' % name]
     return []
-
-
-def guard_state() -> list[str]:
-    """:mod:`.api.guard`'s per-thread bound is per green thread."""
-    from nova_cellsched.api import guard
-    return _per_thread('guard', getattr(guard, '_local', None))
-
-
-def keyset_fits() -> list[str]:
-    """What :mod:`.api.keyset` needs from oslo.db and the thread model."""
-    from nova.db.main import api as db_api
-    from oslo_db.sqlalchemy import utils as oslo_utils
-
-    from nova_cellsched.api import keyset
-    from nova_cellsched.compat import core
-
-    problems: list[str] = []
-    ours = _parameters(keyset.paginate_query)
-    theirs = _parameters(oslo_utils.paginate_query)
-    if ours != theirs:
-        problems.append(library_problem(
-            'oslo.db', 'has oslo_db.sqlalchemy.utils.paginate_query%s, '
-            'expected paginate_query%s (nova.db.main.api reaches it '
-            "through nova-cellsched's stand-in)" % (theirs, ours)))
-    module = getattr(db_api, 'sqlalchemyutils', None)
-    if module is not oslo_utils and not core.is_on('keyset'):
-        problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
-                        'sqlalchemy.utils (found %r)' % (module,))
-    return problems + _per_thread('keyset', keyset.local_state())
-
-
-def validation_stack() -> list[str]:
-    """nova's decorator stack on the two methods is the one rebuilt."""
-    from nova_cellsched.api import response_stack
-    from nova_cellsched.api import validation
-    from nova_cellsched.compat import core
-
-    problems = []
-    for name in validation.METHODS:
-        try:
-            response_stack.layers(core.original(
-                'nova.api.openstack.compute.servers:ServersController',
-                name))
-        except (AttributeError, KeyError, ValueError) as exc:
-            problems.append('ServersController.%s: unexpected %s'
-                            % (name, exc))
-    return problems
 
 
 @functools.lru_cache(maxsize=1)

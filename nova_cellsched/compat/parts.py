@@ -168,7 +168,7 @@ PARTS: tuple[Part, ...] = (
                    'nova_cellsched.api.guard:_on_do_connect'),
         ),
         sources=(),
-        checks=('nova_cellsched.compat.checks:guard_state',),
+        checks=('nova_cellsched.api.guard:state_check',),
         # Connections pooled before are PyMySQL's own class: closed, so
         # each is made anew through _on_do_connect.
         on_install=('nova_cellsched.api.guard:'
@@ -193,7 +193,7 @@ PARTS: tuple[Part, ...] = (
         # keyset.one_row_per_instance reads, are checked by what they do
         # (keyset_sqlalchemy), not pinned by source: nova runs with any
         # SQLAlchemy its requirements allow.
-        checks=('nova_cellsched.compat.checks:keyset_fits',
+        checks=('nova_cellsched.api.keyset:fits',
                 'nova_cellsched.compat.checks:keyset_sqlalchemy'),
     ),
     Part(
@@ -487,7 +487,7 @@ PARTS: tuple[Part, ...] = (
         # The libraries (jsonschema's public API, oslo.serialization's
         # JSON, oslo.versionedobjects' collections) are checked by what
         # they do, not pinned by source.
-        checks=('nova_cellsched.compat.checks:validation_stack',
+        checks=('nova_cellsched.api.validation:stack_check',
                 'nova_cellsched.compat.checks:jsonschema_problems',
                 'nova_cellsched.compat.checks:validation_serialization'),
         sources=(
