@@ -18,7 +18,8 @@ does, for tests and tools), :func:`served` (how many listings each
 lister answered). The parts: :mod:`.patch` checks nova and swaps the
 functions, :mod:`.instance_list` holds the replacements,
 :mod:`.keyset` pages nova's instance query by sort values,
-:mod:`.guard` bounds what a hung cell can hold, and
+:mod:`.stuck` counts the queries given up on (with
+:mod:`nova_cellsched.guard`, the bound on their I/O), and
 :mod:`.request_state` is what one request's listing leaves for the rest
 of that request.
 """

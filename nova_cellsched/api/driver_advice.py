@@ -17,7 +17,7 @@ URL's driver module is not installed (a plain nova virtualenv has no
 PyMySQL); :func:`missing_module_advice` does the same from the
 ``ModuleNotFoundError`` of a driver's import.
 
-:func:`.guard.io_timeout` bounds PyMySQL connections only.
+:func:`nova_cellsched.guard.io_timeout` bounds PyMySQL connections only.
 :func:`unbounded_driver_advice` says which URL parameters bound a worker
 blocked on a cell of another driver; :func:`warn_unbounded_cell` logs it
 once per cell and process.
@@ -117,13 +117,13 @@ def _advice(module: str, package: str, note: str | None) -> str:
 
 def unbounded_driver_advice(drivername: str, query: Mapping[str, Any],
                             seconds: float | None) -> str | None:
-    """What to put in a cell URL whose driver :func:`.guard.io_timeout` misses.
+    """What to put in a cell URL whose driver ``guard.io_timeout`` misses.
 
-    :func:`.guard.io_timeout` bounds PyMySQL only. For a MySQL or PostgreSQL
-    URL of another driver with no read timeout of its own, this says
-    which URL parameters bound a worker blocked on that cell; None when
-    nothing is missing (PyMySQL, a URL that has the parameter, another
-    database such as SQLite).
+    :func:`nova_cellsched.guard.io_timeout` bounds PyMySQL only. For a
+    MySQL or PostgreSQL URL of another driver with no read timeout of its
+    own, this says which URL parameters bound a worker blocked on that
+    cell; None when nothing is missing (PyMySQL, a URL that has the
+    parameter, another database such as SQLite).
 
     :param drivername: the URL's scheme, ``backend`` or
         ``backend+driver`` (``mysql://`` is mysqlclient's, as in

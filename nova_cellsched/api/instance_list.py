@@ -69,17 +69,19 @@ from nova import utils as nova_utils
 from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
-from nova_cellsched.api import guard
+from nova_cellsched.api import driver_advice
 from nova_cellsched.api import keyset
 from nova_cellsched.api import render
 from nova_cellsched.api import request_state
 from nova_cellsched.api import rows as rows_mod
 from nova_cellsched.api import server_timing
+from nova_cellsched.api import stuck
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
+from nova_cellsched import guard
 from nova_cellsched import health
 from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import lister
@@ -103,7 +105,7 @@ def _nova(owner: str, name: str) -> Callable[..., Any]:
 
 
 #: Queries given up on that still run, per cell, in this process.
-STUCK = guard.StuckQueries()
+STUCK = stuck.StuckQueries()
 
 #: The cells this process found not answering, held down a while
 #: (``[cellsched] cell_hold_down``).
@@ -351,7 +353,7 @@ def probe(ctx: Any, cell_mapping: Any) -> None:
     except Exception as exc:
         cells.probed(uuid, False, gather.describe_error(exc))
         return
-    query = guard.Query(uuid)
+    query = stuck.Query(uuid)
     future = gather.run_late(
         calls.guarded, query, nova_side().batch, cctxt, {}, 1, [],
         ['created_at'], ['desc'])
@@ -427,11 +429,11 @@ class _GuardedCalls:
     """Calls on cells in the workers, each bounded and tracked.
 
     What a hung cell can hold: every call's I/O ends within
-    :func:`io_timeout` (:func:`.guard.io_timeout`), a call given up on
-    is counted in :data:`STUCK` while it still runs, and a cell with
-    ``api_stuck_queries_per_cell`` such calls is not asked again until
-    they end (:meth:`tripped`, the breaker). Also adds up the seconds
-    each cell's calls ran (:attr:`cell_seconds`).
+    :func:`io_timeout` (:func:`nova_cellsched.guard.io_timeout`), a call
+    given up on is counted in :data:`STUCK` while it still runs, and a
+    cell with ``api_stuck_queries_per_cell`` such calls is not asked again
+    until they end (:meth:`tripped`, the breaker). Also adds up the
+    seconds each cell's calls ran (:attr:`cell_seconds`).
     """
 
     def __init__(self, cell_timeout: float, stuck_cap: int) -> None:
@@ -456,7 +458,7 @@ class _GuardedCalls:
             calls: dict[str, cross_cell.Call]
             ) -> dict[str, gather.Outcome[Any]]:
         """*calls* through *in_cells*, each guarded; given-up ones stuck."""
-        queries = {uuid: guard.Query(uuid) for uuid in calls}
+        queries = {uuid: stuck.Query(uuid) for uuid in calls}
         outcomes = in_cells({
             uuid: (self.guarded, (queries[uuid], function) + args)
             for uuid, (function, args) in calls.items()})
@@ -470,7 +472,7 @@ class _GuardedCalls:
         with self._seconds_lock:
             return dict(self.cell_seconds)
 
-    def guarded(self, query: guard.Query, function: Callable[..., Any],
+    def guarded(self, query: stuck.Query, function: Callable[..., Any],
                 *args: Any) -> Any:
         """Worker: *function* on one cell, its I/O bounded, tracked."""
         if not STUCK.begin(query):
@@ -598,8 +600,9 @@ class _Listing(cross_cell.CrossCellLister):
         cctxts: dict[str, Any] = {}
         for cm in cell_mappings:
             self.budgets[cm.uuid] = gather.Budget(self.cell_timeout)
-            guard.warn_unbounded_cell(cm, io_timeout(self.cell_timeout),
-                                      CONF.database.connection_parameters)
+            driver_advice.warn_unbounded_cell(
+                cm, io_timeout(self.cell_timeout),
+                CONF.database.connection_parameters)
             if self.calls.tripped(cm.uuid):
                 self.lister.record(cm.uuid, gather.Outcome(
                     gather.TIMED_OUT,

@@ -199,4 +199,5 @@ def fits() -> list[str]:
     if module is not oslo_utils and not core.is_on('keyset'):
         problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
                         'sqlalchemy.utils (found %r)' % (module,))
-    return problems + checks.per_thread('keyset', local_state())
+    return problems + checks.per_thread('nova_cellsched.api.keyset',
+                                        local_state())

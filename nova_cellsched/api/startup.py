@@ -33,10 +33,10 @@ listing gives it: a cell that answers later than that but within
 nova's wait counts, as in nova, so a too old nova-compute there is not
 missed (a worker started while a cell is frozen waits nova's 60 s, as
 nova's does). Its thread's I/O ends with that wait
-(:func:`.guard.io_timeout`), so no thread is left on a frozen cell, and
-its first contact with a dead cell is one connection attempt, not
-oslo.db's retries. :func:`bounded` puts it in nova's place while nova
-builds the application; :mod:`nova_cellsched.wsgi.osapi_compute`
+(:func:`nova_cellsched.guard.io_timeout`), so no thread is left on a
+frozen cell, and its first contact with a dead cell is one connection
+attempt, not oslo.db's retries. :func:`bounded` puts it in nova's place
+while nova builds the application; :mod:`nova_cellsched.wsgi.osapi_compute`
 (nova-api's WSGI entry point with this check) uses it.
 
 It only applies where nova's code is the code it was written against
@@ -59,11 +59,12 @@ from nova import utils as nova_utils
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from nova_cellsched.api import guard
+from nova_cellsched.api import driver_advice
 from nova_cellsched.api import instance_list
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
+from nova_cellsched import guard
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -104,9 +105,9 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
     calls = {}
     for cell_mapping in cell_mappings:
         # Said at start, once per cell and process, not at a listing.
-        guard.warn_unbounded_cell(cell_mapping,
-                                  instance_list.io_timeout(timeout),
-                                  CONF.database.connection_parameters)
+        driver_advice.warn_unbounded_cell(
+            cell_mapping, instance_list.io_timeout(timeout),
+            CONF.database.connection_parameters)
         with nova_context.target_cell(context, cell_mapping) as cctxt:
             calls[cell_mapping.uuid] = (
                 _cell_minimum,

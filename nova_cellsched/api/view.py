@@ -387,7 +387,7 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
     ends within the listing's I/O bound (``2 x [cellsched]
     list_cell_timeout`` without an answer).
 
-    :raises nova_cellsched.api.guard.ConnectFailed, oslo_db.exception.
+    :raises nova_cellsched.guard.ConnectFailed, oslo_db.exception.
         DBError: the API database did not answer within that bound.
     """
     import nova.conf
@@ -395,9 +395,9 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
 
     # Imported here: the lister's module imports the release adapters,
     # which import this module.
-    from nova_cellsched.api import guard
     from nova_cellsched.api import instance_list
     from nova_cellsched import conf as conf_mod
+    from nova_cellsched import guard
 
     zones: dict[str, Any] = {}
     sched_hints: dict[str, Any] = {}

@@ -26,8 +26,6 @@
 The contributor guide's "Where nova is touched" is the map.
 """
 
-import contextlib
-
 from nova_cellsched.compat.core import adapter
 from nova_cellsched.compat.core import check
 from nova_cellsched.compat.core import install
@@ -44,19 +42,5 @@ from nova_cellsched.compat.parts import API_PARTS
 from nova_cellsched.compat.parts import PARTS
 
 __all__ = ['API_PARTS', 'LOCK', 'PARTS', 'adapter', 'check', 'install',
-           'io_timeout', 'is_on', 'on', 'original', 'required_adapter',
-           'restore', 'same_function', 'temporarily', 'tested']
-
-
-def io_timeout(seconds: float | None
-               ) -> contextlib.AbstractContextManager[None]:
-    """The ``guard`` part's bound on this thread's PyMySQL I/O.
-
-    :func:`nova_cellsched.api.guard.io_timeout`, for the parts that are
-    not nova-api's and use the part too (the aggregate sync: nova-cellsched
-    ``sync-aggregates`` and nova-scheduler's periodic sync).
-    """
-    from nova_cellsched.api import guard
-
-    return guard.io_timeout(seconds)
-
+           'is_on', 'on', 'original', 'required_adapter', 'restore',
+           'same_function', 'temporarily', 'tested']

@@ -14,9 +14,9 @@
 
 Each answers a list of problems, one line each; [] when the part fits.
 Named in :data:`.parts.PARTS` (``checks``). A check of a part's own
-state lives beside the part (``api.guard.state_check``,
-``api.keyset.fits``, ``api.validation.stack_check``) and uses the
-helpers here: this module imports no part.
+state lives beside the part (``api.keyset.fits``,
+``api.validation.stack_check``) and uses the helpers here: this module
+imports no part (``guard``, whose check is here, is a core module).
 
 What a part relies on of a library (SQLAlchemy, oslo.serialization,
 oslo.versionedobjects, oslo.db, jsonschema) is checked by what it does,
@@ -115,16 +115,24 @@ def parameters(function: Callable[..., Any]) -> str:
 def per_thread(name: str, local: Any) -> list[str]:
     """The problem of a part whose state lives in thread-local *local*.
 
-    :param name: the module of ``nova_cellsched.api`` that holds it.
+    :param name: the module that holds it.
     """
     # Scoped by a thread-local: under eventlet it must be
     # green-thread-local, or another request's query running in the
     # same OS thread would see it too.
     if local is not None and not isinstance(local, threading.local):
-        return ['the per-thread state of nova_cellsched.api.%s was made '
+        return ['the per-thread state of %s was made '
                 'before threading was monkey-patched (import nova, and '
                 'patch, before nova_cellsched)' % name]
     return []
+
+
+def guard_state() -> list[str]:
+    """Part ``guard``'s check: its per-thread bound is per green thread.
+    """
+    from nova_cellsched import guard
+
+    return per_thread('nova_cellsched.guard', guard._local)
 
 
 @functools.lru_cache(maxsize=1)

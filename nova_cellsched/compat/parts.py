@@ -160,18 +160,18 @@ _SERVERS = 'nova.api.openstack.compute.servers'
 PARTS: tuple[Part, ...] = (
     Part(
         name='guard',
-        what='bounds the I/O of PyMySQL connections (api.guard.io_timeout)',
+        what='bounds the I/O of PyMySQL connections (guard.io_timeout)',
         off='connections wait as long as the driver lets them',
         service='nova-api',
         targets=(
             Listen('sqlalchemy.engine:Engine', 'do_connect',
-                   'nova_cellsched.api.guard:_on_do_connect'),
+                   'nova_cellsched.guard:_on_do_connect'),
         ),
         sources=(),
-        checks=('nova_cellsched.api.guard:state_check',),
+        checks=('nova_cellsched.compat.checks:guard_state',),
         # Connections pooled before are PyMySQL's own class: closed, so
         # each is made anew through _on_do_connect.
-        on_install=('nova_cellsched.api.guard:'
+        on_install=('nova_cellsched.guard:'
                     '_close_idle_cell_connections',),
     ),
     Part(

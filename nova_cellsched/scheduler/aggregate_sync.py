@@ -38,7 +38,7 @@ The cell databases are read in parallel, each within a bound (the
 the command and the periodic sync): a cell that does not answer in time
 is reported and left as it is, never emptied, and the other cells are
 synced. With :func:`bound_cell_io`, the PyMySQL I/O of a read ends within
-that bound too (:func:`nova_cellsched.compat.io_timeout`), so no thread
+that bound too (:func:`nova_cellsched.guard.io_timeout`), so no thread
 stays blocked on a frozen cell database.
 """
 
@@ -60,6 +60,7 @@ from sqlalchemy import exc as sa_exc
 
 from nova_cellsched import exception
 from nova_cellsched import gather
+from nova_cellsched import guard
 from nova_cellsched.scheduler import aggregates
 from nova_cellsched.scheduler.policy import CELL0_UUID
 
@@ -321,7 +322,7 @@ def bound_cell_io() -> bool:
 
     Turns on nova-cellsched's ``guard`` part (:mod:`nova_cellsched.compat`,
     idempotent): the PyMySQL connections made afterwards keep a thread's
-    :func:`nova_cellsched.compat.io_timeout`; the cell connections
+    :func:`nova_cellsched.guard.io_timeout`; the cell connections
     pooled before are closed. Called by the command and the periodic
     sync; without it a read past its bound is still not waited for, but
     its thread stays until the driver returns.
@@ -336,9 +337,7 @@ def bound_cell_io() -> bool:
 def _read_bounded(nodes_of: Callable[[Any], frozenset[str]],
                   cell_mapping: Any, timeout: float | None
                   ) -> frozenset[str]:
-    from nova_cellsched import compat
-
-    with compat.io_timeout(timeout):
+    with guard.io_timeout(timeout):
         return nodes_of(cell_mapping)
 
 

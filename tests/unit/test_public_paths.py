@@ -130,11 +130,14 @@ class TestLayout(testtools.TestCase):
             'cmd': {'core', 'cmd', 'listing', 'scheduler', 'demo', 'api',
                     'compat'},
             'wsgi': {'core', 'wsgi', 'api'},
-            # What nova must look like: its checks and per-release
-            # adapters reach the parts they declare (inside functions,
-            # but nova34's copies of nova's view code, on api.view).
-            'compat': {'core', 'compat', 'api', 'scheduler', 'listing'},
+            # What nova must look like, below every part: it names the
+            # parts' functions in compat/parts.py (strings), never
+            # imports them.
+            'compat': {'core', 'compat'},
         }
+        # The one import left to undo: nova 34's request-filter entry,
+        # traced by nova's decorator, calls the scheduler's filter.
+        upward = {('nova_cellsched.compat.nova34', 'scheduler')}
         for path in sorted(PACKAGE.rglob('*.py')):
             rel = path.relative_to(PACKAGE.parent).with_suffix('')
             module = '.'.join(rel.parts)
@@ -146,7 +149,7 @@ class TestLayout(testtools.TestCase):
                 continue
             for target in self._imports(path):
                 part = self._part(target)
-                if part is None:
+                if part is None or (module, part) in upward:
                     continue
                 self.assertIn(part, allowed[own],
                               '%s imports %s' % (module, target))

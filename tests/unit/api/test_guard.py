@@ -25,9 +25,9 @@ from oslotest import base
 import pymysql
 import sqlalchemy as sa
 
-from nova_cellsched.api import guard
 from nova_cellsched.api import stuck as stuck_queries
 from nova_cellsched import compat
+from nova_cellsched import guard
 from tests.functional import slow_proxy
 
 
@@ -98,7 +98,7 @@ class TestIoTimeoutBound(base.BaseTestCase):
         super().setUp()
         self.now = 1000.0
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.guard.time.monotonic', lambda: self.now))
+            'nova_cellsched.guard.time.monotonic', lambda: self.now))
 
     def test_the_last_call_gets_what_is_left_rounded_to_the_grain(self):
         """0.05 s left of a 4 s block: the next call may take 0.1 s.
@@ -134,8 +134,8 @@ class TestIoTimeoutBound(base.BaseTestCase):
 
     def test_once_its_query_is_given_up_a_call_fails_at_once(self):
         """The listing stopped waiting: the chain ends with this call."""
-        query = guard.Query('cell1')
-        stuck = guard.StuckQueries()
+        query = stuck_queries.Query('cell1')
+        stuck = stuck_queries.StuckQueries()
         stuck.begin(query)
         with guard.io_timeout(1.0, total=False, given_up=query):
             self.assertEqual(1.0, guard._thread_timeout())

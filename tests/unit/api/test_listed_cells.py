@@ -31,9 +31,9 @@ from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
 import testtools
 
-from nova_cellsched.api import guard
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import request_state
+from nova_cellsched.api import stuck
 from nova_cellsched import conf as conf_mod
 from tests import silent
 from tests.unit.api import cells
@@ -147,13 +147,13 @@ class ListedCellsTest(testtools.TestCase):
 
     def test_a_cell_with_its_stuck_queries_at_the_cap_is_not_asked(self):
         """The breaker the listing keeps: its workers never fill up."""
-        stuck = []
+        given_up = []
         for _ in range(2):
-            query = guard.Query(self.cells[0].uuid)
+            query = stuck.Query(self.cells[0].uuid)
             self.assertTrue(instance_list.STUCK.begin(query))
             instance_list.STUCK.abandon(query)
-            stuck.append(query)
-        for query in stuck:
+            given_up.append(query)
+        for query in given_up:
             self.addCleanup(instance_list.STUCK.end, query)
         answers = self.ask()
         self.assertIs(nova_context.did_not_respond_sentinel,

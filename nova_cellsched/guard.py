@@ -10,40 +10,33 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Bounds on what a hung cell can hold: stuck queries and I/O timeouts.
+"""The ``guard`` part: every blocking PyMySQL call of a thread, bounded.
 
 A thread cannot be killed: a query sent to a cell database that stops
 answering keeps its worker and its connection until the driver gives
-up. Two guards keep that bounded in a long-running nova-api worker:
+up. :func:`io_timeout` bounds every blocking call a thread makes on a
+PyMySQL connection inside the block: the connect and its handshake, the
+pool's pre-ping at checkout, the query, the fetch, the rollback on
+return and the close. A connect that fails inside the block raises
+:class:`ConnectFailed`, which oslo.db does not retry: a thread's first
+contact with a dead or frozen cell (the engine's creation, which oslo.db
+tries ``[database] max_retries`` times, ``retry_interval`` seconds
+apart: 100 s by default) ends with the first attempt.
 
-* :class:`.stuck.StuckQueries` counts, per cell, the queries a listing
-  gave up on that still run (:mod:`.stuck`; its names are kept here for
-  the lister).
-* :func:`io_timeout` bounds every blocking call a thread makes on a
-  PyMySQL connection inside the block: the connect and its handshake, the
-  pool's pre-ping at checkout, the query, the fetch, the rollback on
-  return and the close. A connect that fails inside the block raises
-  :class:`ConnectFailed`, which oslo.db does not retry: a thread's first
-  contact with a dead or frozen cell (the engine's creation, which oslo.db
-  tries ``[database] max_retries`` times, ``retry_interval`` seconds
-  apart: 100 s by default) ends with the first attempt. PyMySQL reads its
-  ``_read_timeout`` and ``_write_timeout`` before every packet; the
-  connections made by SQLAlchemy engines once the ``guard`` part is on
-  (:mod:`nova_cellsched.compat`) are of a
-  subclass whose timeouts are this thread's inside the block and the
-  connection's own everywhere else, so nova's other threads keep their
-  settings; the PyMySQL cell connections pooled before the part was on
-  are closed when it turns on (:func:`_close_idle_cell_connections`), not
-  changed in place (the pool pings a connection before its ``checkout``
-  event, so a change there came one ping late).
-  Other drivers keep theirs: for them, put a read timeout in the cell's
-  database URL; :func:`.driver_advice.warn_unbounded_cell` says so
-  once per cell (its names are kept here for the lister and the start-up
-  check).
+PyMySQL reads its ``_read_timeout`` and ``_write_timeout`` before every
+packet; the connections made by SQLAlchemy engines once the part is on
+(:mod:`nova_cellsched.compat`) are of a subclass whose timeouts are
+this thread's inside the block and the connection's own everywhere
+else, so nova's other threads keep their settings; the PyMySQL cell
+connections pooled before the part was on are closed when it turns on
+(:func:`_close_idle_cell_connections`), not changed in place (the pool
+pings a connection before its ``checkout`` event, so a change there
+came one ping late). Other drivers keep theirs
+(``nova_cellsched.api.driver_advice`` says what to put in their URLs).
 
-The cells a listing gave up on, which the rest of that one request does
-not wait for again, are the request's state
-(:attr:`.request_state.RequestState.given_up`).
+Used by nova-api's listing workers, its start-up check and the
+aggregate sync of the command line and nova-scheduler: a core module,
+importing no part.
 """
 
 from collections.abc import Callable, Iterator
@@ -52,16 +45,11 @@ import math
 import threading
 import time
 from typing import Any
+from typing import Protocol
 
 from oslo_log import log as logging
 
-from nova_cellsched.api.driver_advice import unbounded_driver_advice
-from nova_cellsched.api.driver_advice import warn_unbounded_cell
-from nova_cellsched.api.stuck import Query
-from nova_cellsched.api.stuck import StuckQueries
-
-__all__ = ['ConnectFailed', 'Query', 'StuckQueries', 'io_timeout',
-           'timed_class', 'unbounded_driver_advice', 'warn_unbounded_cell']
+__all__ = ['ConnectFailed', 'GivenUp', 'io_timeout', 'timed_class']
 
 LOG = logging.getLogger(__name__)
 
@@ -74,6 +62,14 @@ _EXPIRED = 0.001
 #: within its *seconds* plus this. (PyMySQL changes the socket's
 #: timeout only when the value changes: not on every packet.)
 GRAIN = 0.1
+
+class GivenUp(Protocol):
+    """What :func:`io_timeout` reads of a query its caller may give up on
+    (``nova_cellsched.api.stuck.Query``).
+    """
+
+    abandoned: bool
+
 
 class ConnectFailed(ConnectionError):
     """A connect to a cell database failed inside :func:`io_timeout`.
@@ -97,7 +93,7 @@ class ConnectFailed(ConnectionError):
 
 @contextlib.contextmanager
 def io_timeout(seconds: float | None, total: bool = True,
-               given_up: Query | None = None) -> Iterator[None]:
+               given_up: GivenUp | None = None) -> Iterator[None]:
     """PyMySQL I/O on this thread in this block ends within *seconds*.
 
     Each blocking call (connect, handshake, pre-ping, query, fetch,
@@ -127,7 +123,7 @@ def _thread_timeout() -> float | None:
         return None
     seconds: float
     deadline: float | None
-    given_up: Query | None
+    given_up: GivenUp | None
     seconds, deadline, given_up = limit
     if given_up is not None and given_up.abandoned:
         return _EXPIRED
@@ -250,11 +246,3 @@ def _close_idle_cell_connections() -> None:
         for engine in engines:
             if _is_pymysql(engine.dialect):
                 engine.pool.dispose()
-
-
-def state_check() -> list[str]:
-    """Part ``guard``'s check: the per-thread bound is per green thread.
-    """
-    from nova_cellsched.compat import checks
-
-    return checks.per_thread('guard', _local)
