@@ -31,11 +31,10 @@ and it spawns a green thread per call rather than keeping pools
 
 from typing import Any
 
-# The lister's calls on nova (part ``lister``) and the request filter's
-# entry in nova's list (part ``request_filter``): nova 31 does there what
-# nova 34 does (the sources those parts rely on are nova 34's, or differ
-# where this release's table says why it is safe), so they are nova
-# 34's adapter's functions, not copies.
+# The lister's calls on nova (part ``lister``): nova 31 does there what
+# nova 34 does (the sources the part relies on are nova 34's, or differ
+# where this release's table says why it is safe), so they are nova 34's
+# adapter's functions, not copies.
 from nova_cellsched.compat.nova34 import all_cells  # noqa: F401
 from nova_cellsched.compat.nova34 import batch  # noqa: F401
 from nova_cellsched.compat.nova34 import cells_to_list  # noqa: F401
@@ -44,7 +43,6 @@ from nova_cellsched.compat.nova34 import instance_objects  # noqa: F401
 from nova_cellsched.compat.nova34 import marker_context  # noqa: F401
 from nova_cellsched.compat.nova34 import marker_row  # noqa: F401
 from nova_cellsched.compat.nova34 import not_responding  # noqa: F401
-from nova_cellsched.compat.nova34 import require_cell_aggregates  # noqa
 
 # The start-up check (part ``startup``) ------------------------------------
 

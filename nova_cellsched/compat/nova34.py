@@ -24,8 +24,6 @@ Only code that follows one nova release goes here:
   :mod:`nova_cellsched.api.instance_list` calls through
   :func:`nova_cellsched.api.instance_list.nova_side`;
 - the end of nova-api's start-up check (:func:`raise_if_too_old`);
-- the request filter's entry in nova's list (:func:`require_cell_aggregates`,
-  part ``request_filter``);
 - how nova runs threads and where it keeps its worker pools
   (:func:`threading_mode`, :func:`nova_pools`, :func:`reset_nova_pools`),
   for the lister and its self-test.
@@ -38,11 +36,10 @@ release's nova does otherwise: ``diff nova<N>.py nova34.py`` is then
 what changed.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 import copy
 from typing import Any
 
-from nova.scheduler import request_filter as nova_request_filter
 
 
 # The lister's calls on nova (part ``lister``) ------------------------------
@@ -171,30 +168,6 @@ def raise_if_too_old(current: int) -> None:
             scope='system',
             min_service_level=current,
             oldest_supported_service=oldest_supported)
-
-
-# The request filter (part ``request_filter``) -----------------------------
-
-_RequestFilter = Callable[[Any, Any], bool]
-#: nova 34's decorator of its request filters.
-_traced: Callable[[_RequestFilter], _RequestFilter] = (
-    nova_request_filter.trace_request_filter)
-
-
-@_traced
-def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
-    """The pre-filter as an entry of nova 34's ``ALL_REQUEST_FILTERS``.
-
-    nova 34 calls each entry with (context, RequestSpec) before it asks
-    placement, and its ``trace_request_filter`` times and logs it as it
-    does nova's own (under this name). The filter is
-    :func:`nova_cellsched.scheduler.request_filter.require_cell_aggregates`.
-
-    :returns: True when the filter added something.
-    """
-    from nova_cellsched.scheduler import request_filter
-
-    return request_filter.require_cell_aggregates(ctxt, request_spec)
 
 
 # The lister's threads and self-test (part ``lister``) ---------------------

@@ -559,15 +559,15 @@ PARTS: tuple[Part, ...] = (
         service='nova-scheduler',
         targets=(
             Append('nova.scheduler.request_filter', 'ALL_REQUEST_FILTERS',
-                   'adapter:require_cell_aggregates'),
+                   'nova_cellsched.scheduler.request_filter:nova_entry'),
         ),
         sources=(
             Source('nova.scheduler.request_filter', 'process_reqspec',
                    'calls every entry of ALL_REQUEST_FILTERS, in order, '
                    'before placement is asked'),
             Source('nova.scheduler.request_filter', 'trace_request_filter',
-                   'decorates ours (nova34.require_cell_aggregates): logs '
-                   'and times it as it does nova\'s'),
+                   'decorates ours (scheduler.request_filter.nova_entry): '
+                   'logs and times it as it does nova\'s'),
             Source('nova.objects.request_spec', 'Destination',
                    'require_aggregates, append_forbidden_aggregates, cell, '
                    'allow_cross_cell_move'),

@@ -24,10 +24,9 @@ Nova reads request filters from
 ``nova.scheduler.request_filter.ALL_REQUEST_FILTERS`` and has no entry
 point for them: :func:`register` appends ours, once (the ``request_filter``
 part of :mod:`nova_cellsched.compat`, which also names the nova code it
-relies on). The entry is the release adapter's (:func:`entry`,
-``nova_cellsched.compat.nova34.require_cell_aggregates``: the shape of
-an entry nova 34 calls, traced by nova's ``trace_request_filter``),
-and calls :func:`require_cell_aggregates` here.
+relies on). The entry is :data:`nova_entry`: the shape of an entry nova
+calls, traced by nova's ``trace_request_filter``, calling
+:func:`require_cell_aggregates`.
 ``ProjectCellFilter.__init__`` calls :func:`register` when
 nova-scheduler builds the filter. Importing this module changes nothing
 in nova.
@@ -204,20 +203,29 @@ def _host_states_of_one_cell(dest: Any, cell_uuid: str,
     return True
 
 
+def _entry(ctxt: Any, request_spec: Any) -> bool:
+    # NOTE: the module's function looked up at each call, so that a
+    # reload or a test's stand-in is what runs.
+    return require_cell_aggregates(ctxt, request_spec)
+
+
+# NOTE: nova's trace_request_filter logs the function's __name__.
+_entry.__name__ = _entry.__qualname__ = 'require_cell_aggregates'
+
+#: The pre-filter as an entry of nova's ``ALL_REQUEST_FILTERS``: nova
+#: calls each entry with (context, RequestSpec) before it asks placement,
+#: and its ``trace_request_filter`` (a source the ``request_filter`` part
+#: relies on) times and logs ours as it does its own.
+nova_entry: Callable[[Any, Any], bool] = (
+    nova_request_filter.trace_request_filter(_entry))
+
+
 def entry() -> Callable[[Any, Any], bool]:
     """What :func:`register` puts into nova's ``ALL_REQUEST_FILTERS``.
 
-    The ``request_filter`` part's release adapter's
-    ``require_cell_aggregates`` (the one installed, while the part is
-    on), which calls :func:`require_cell_aggregates`.
-
-    :raises LookupError: no tested release (no ``sources_nova*.py``).
+    :data:`nova_entry`, the same on every release.
     """
-    from nova_cellsched import compat
-
-    found: Callable[[Any, Any], bool] = compat.required_adapter(
-        'request_filter').require_cell_aggregates
-    return found
+    return nova_entry
 
 
 def register() -> bool:
@@ -226,7 +234,7 @@ def register() -> bool:
     Through :mod:`nova_cellsched.compat` (part ``request_filter``): only
     where nova's scheduler is one it was tested with; otherwise one
     WARNING says why and nova schedules as without the pre-filter.
-    Idempotent: an entry left by an earlier import of the adapter (a
+    Idempotent: an entry left by an earlier import of this module (a
     reload) is replaced in place, not added again; a list nova was
     given since (a test's) gets it too. Adding it logs one INFO line
     saying whether the pre-filter is on and in which form

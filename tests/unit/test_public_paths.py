@@ -135,9 +135,6 @@ class TestLayout(testtools.TestCase):
             # imports them.
             'compat': {'core', 'compat'},
         }
-        # The one import left to undo: nova 34's request-filter entry,
-        # traced by nova's decorator, calls the scheduler's filter.
-        upward = {('nova_cellsched.compat.nova34', 'scheduler')}
         for path in sorted(PACKAGE.rglob('*.py')):
             rel = path.relative_to(PACKAGE.parent).with_suffix('')
             module = '.'.join(rel.parts)
@@ -149,7 +146,7 @@ class TestLayout(testtools.TestCase):
                 continue
             for target in self._imports(path):
                 part = self._part(target)
-                if part is None or (module, part) in upward:
+                if part is None:
                     continue
                 self.assertIn(part, allowed[own],
                               '%s imports %s' % (module, target))
