@@ -386,8 +386,9 @@ lookups after the listing): each call waits for a worker at most this
 value or what is left of that, whichever is less, and a query still
 waiting then runs at once on a thread of its own. So, beyond the time
 the answering cells' queries take, a request waits at most 2 x this
-value for a busy process plus this value (and up to 0.1 seconds) for
-each cell that stops answering (each such cell once). A cell frozen
+value for a busy process plus this value (and up to 0.2 seconds: a
+silence is seen and counted up to one 0.1 s look late) for each cell
+that stops answering (each such cell once). A cell frozen
 from the start costs a listing this value once. In nova-api, every
 blocking call made on a PyMySQL database connection for the listing
 (connect, pre-ping, query, fetch, rollback, close), the API database's

@@ -67,8 +67,9 @@ TIMED_OUT = 'timed out'
 #: Seconds between looks at tasks still waiting for a worker.
 QUEUED_POLL = 0.05
 #: Seconds between looks at what a running task's thread waits on
-#: (:mod:`.silence`): a cell is given up on at most this much after its
-#: silence reached its budget.
+#: (:mod:`.silence`). A wait is first seen up to one look after it
+#: began and counted from there, so a cell is given up on at most twice
+#: this after its silence reached its budget.
 SILENCE_POLL = 0.1
 
 

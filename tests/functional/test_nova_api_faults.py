@@ -63,6 +63,7 @@ from nova_cellsched.api import instance_list as api_instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
+from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
 from tests.functional import mariadb_server as mdb
 
@@ -74,13 +75,16 @@ SECRET_FORMS = (PASSWORD, urllib.parse.quote_plus(PASSWORD),
 CELL_TIMEOUT = 2.0
 #: What any one blocking call on a cell may take.
 IO_TIMEOUT = api_instance_list.io_timeout(CELL_TIMEOUT)
+#: How late a frozen cell is given up on, past its budget: its silence
+#: is seen, and counted from there, up to one look late each.
+LOOKS = 2 * gather.SILENCE_POLL
 #: The bound the issue asks for: a frozen cell costs a request at most
 #: this more than the same request with every cell healthy.
-BOUND = CELL_TIMEOUT + 1.0
+BOUND = CELL_TIMEOUT + LOOKS + 1.0
 #: A request's bound while the pool is starved: its waits for a worker
 #: (REQUEST_FACTOR x list_cell_timeout in all), or a call's wait for a
 #: worker then a frozen cell's own budget (list_cell_timeout each).
-BUSY_BOUND = cross_cell.REQUEST_FACTOR * CELL_TIMEOUT + 1.0
+BUSY_BOUND = cross_cell.REQUEST_FACTOR * CELL_TIMEOUT + LOOKS + 1.0
 #: ``[cellsched] api_stuck_queries_per_cell`` in these tests.
 STUCK_CAP = 2
 #: Long enough never to be reached when the code works.
