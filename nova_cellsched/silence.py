@@ -35,6 +35,7 @@ None and callers keep to wall time.
 """
 
 from collections.abc import Callable
+import functools
 import os
 import platform
 import threading
@@ -62,8 +63,12 @@ def _read(path: str) -> str | None:
         return None
 
 
+@functools.cache
 def supported() -> bool:
-    """Whether this process can watch its threads (Linux, a known CPU)."""
+    """Whether this process can watch its threads (Linux, a known CPU).
+
+    Found once per process.
+    """
     if _io_waits() is None:
         return False
     own = '/proc/self/task/%d/' % threading.get_native_id()
@@ -138,17 +143,8 @@ def watch(native_id: int | None, clock: Callable[[], float],
     """
     io_waits = _io_waits()
     if (native_id is None or io_waits is None or
-            native_id == sampler or not _supported() or
+            native_id == sampler or not supported() or
             not os.path.isdir('/proc/self/task/%d' % native_id)):
         return None
     return Watch(native_id, clock, io_waits)
 
-
-#: :func:`supported`, found once per process.
-_SUPPORTED: list[bool] = []
-
-
-def _supported() -> bool:
-    if not _SUPPORTED:
-        _SUPPORTED.append(supported())
-    return _SUPPORTED[0]

@@ -37,6 +37,7 @@ from oslotest import base
 from nova_cellsched import gather
 from nova_cellsched.listing import sorting
 from nova_cellsched import silence
+from tests import silent
 
 # Long enough never to be reached when the code works, short enough that
 # a broken implementation fails the test instead of hanging the run.
@@ -100,15 +101,12 @@ class ExecutorTestCase(base.BaseTestCase):
         silence is counted, :mod:`nova_cellsched.silence`); it returns
         *result* once the test ends.
         """
-        ours, peer = socket.socketpair()
-        ours.settimeout(SAFETY)
-        self.addCleanup(ours.close)
-        self.addCleanup(peer.close)
-        # Before the executor's shutdown and the sockets' close (LIFO).
-        self.addCleanup(peer.sendall, b'x')
+        frozen = silent.Silence()
+        # Before the executor's shutdown (LIFO).
+        self.addCleanup(frozen.close)
 
         def task():
-            ours.recv(1)
+            frozen.wait(SAFETY)
             return result
         return task
 
