@@ -118,9 +118,9 @@ MODES = {'off': (False, 'auto', True),
 MODES_OF = {'dedicated': ('off', 'member_of', 'forbidden',
                           'member_of_every_cell'),
             'unmapped': ('off', 'member_of', 'forbidden')}
-QUICK = {'hosts': 300, 'cells': 10, 'dedicated_cells': 2,
+QUICK = {'hosts': 100, 'cells': 10, 'dedicated_cells': 2,
          'disabled_cells': 1, 'requests': 2, 'concurrent_requests': 4,
-         'concurrency': 4, 'rounds': 1, 'max_placement_results': 100}
+         'concurrency': 4, 'rounds': 1, 'max_placement_results': 30}
 
 
 def project_of(index: int) -> str:

@@ -215,8 +215,8 @@ class PlacementBenchmarkTest(base.BaseTestCase):
                 self.assertEqual(0, run['no_valid_host'], key)
                 self.assertEqual(run['candidates_mean'],
                                  run['allowed_candidates_mean'], key)
-        # The dedicated project's one cell holds 30 of the 300 hosts.
-        self.assertEqual(30, runs['dedicated/member_of/c1'][
+        # The dedicated project's one cell holds 10 of the 100 hosts.
+        self.assertEqual(10, runs['dedicated/member_of/c1'][
             'candidates_mean'])
         self.assertEqual(['cell5', 'cell10'], report['dedicated_cells'])
         self.assertEqual(['cell3'], report['disabled_cells'])
