@@ -22,6 +22,7 @@ tests skip with that reason).
 """
 
 import importlib.metadata
+import re
 import unittest
 
 NOVA_VERSION = importlib.metadata.version('nova')
@@ -76,3 +77,22 @@ def api_parts_on():
     lacks = running_table().lacks
     return [name for name in ('guard', 'keyset', 'lister', 'view',
                               'render', 'validation') if name not in lacks]
+
+
+def canonical(name: str) -> str:
+    """A distribution's name as pip compares them (PEP 503)."""
+    return re.sub(r'[-_.]+', '-', name).lower()
+
+
+def pins_of(text: str) -> dict[str, str]:
+    """Canonical name -> version of ``name==version`` lines (``===`` too).
+
+    The lines of a pin file (``tools/releases/novaNN.txt``) or of
+    openstack/requirements' upper-constraints.
+    """
+    pins = {}
+    for line in text.splitlines():
+        match = re.match(r'^([A-Za-z0-9_.-]+)===?([^;\s#]+)', line)
+        if match:
+            pins[canonical(match.group(1))] = match.group(2)
+    return pins

@@ -48,6 +48,9 @@ import sys
 import fixtures
 from oslotest import base
 
+from tests.releases import canonical
+from tests.releases import pins_of
+
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -121,20 +124,6 @@ class InstallChangesNothingTest(base.BaseTestCase):
 
 RELEASES = os.path.join(TOP, 'tools', 'releases')
 REQUIREMENTS_REPO = 'NOVA_CELLSCHED_REQUIREMENTS_REPO'
-
-
-def canonical(name):
-    return re.sub(r'[-_.]+', '-', name).lower()
-
-
-def pins_of(text):
-    """name -> version of ``name==version`` lines (``===`` too)."""
-    pins = {}
-    for line in text.splitlines():
-        match = re.match(r'^([A-Za-z0-9_.-]+)===?([^;\s#]+)', line)
-        if match:
-            pins[canonical(match.group(1))] = match.group(2)
-    return pins
 
 
 def upper_constraints_file(repo, commit, path):
