@@ -620,7 +620,9 @@ down for this long in the process that found it: its later listings,
 and the faults and volume lookups after them, report the cell down at
 once instead of waiting ``list_cell_timeout`` for it again (at 2.1 its
 servers are left out, from 2.69 on they are shown as ``UNKNOWN``, as for
-any cell that did not answer). Meanwhile one probe at a time reads the
+any cell that did not answer), and the minimum service version asked
+before a boot counts the cell with the answer it last gave the process
+without asking it. Meanwhile one probe at a time reads the
 cell in the background, about every ``cell_probe_interval`` seconds; the
 first probe that answers ends the hold-down at once, so the cell's
 servers are back in the next listing. A probe that does not answer

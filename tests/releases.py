@@ -76,7 +76,8 @@ def api_parts_on():
     """
     lacks = running_table().lacks
     return [name for name in ('guard', 'keyset', 'lister', 'view',
-                              'render', 'validation') if name not in lacks]
+                              'render', 'validation', 'min_version')
+            if name not in lacks]
 
 
 def canonical(name: str) -> str:

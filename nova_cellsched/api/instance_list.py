@@ -865,10 +865,18 @@ def scatter_gather_cells(context: Any, cell_mappings: Iterable[Any],
     on a cell (:attr:`.request_state.RequestState.given_up`), that cell
     is not asked again: it is reported as not responding at once
     (``did_not_respond_sentinel``), which nova's callers handle as a
-    cell that did not respond in time. Every other call, and every call
-    of any other request (quota counts, a server's own page), is nova's
-    function, unchanged.
+    cell that did not respond in time. A call inside
+    :func:`.request_state.cell_reads` (the ``min_version`` part) goes to
+    the gather it names. Every other call, and every call of any other
+    request (quota counts, a server's own page), is nova's function,
+    unchanged.
     """
+    gather_reads = request_state.cell_reads_gather()
+    if gather_reads is not None and not kwargs:
+        # A call a part bounds (request_state.cell_reads).
+        answers: dict[str, Any] = gather_reads(context, cell_mappings, fn,
+                                               *args)
+        return answers
     state = request_state.current()
     skipped = frozenset() if state is None else state.given_up
     cell_mappings = list(cell_mappings)

@@ -154,3 +154,30 @@ def scope() -> Iterator[RequestState]:
         yield state
     finally:
         _STATE.reset(token)
+
+
+_CELL_READS: contextvars.ContextVar[Callable[..., Any] | None] = (
+    contextvars.ContextVar('cellsched_cell_reads', default=None))
+
+
+def cell_reads_gather() -> Callable[..., Any] | None:
+    """What gathers nova's cell reads in the current :func:`cell_reads`.
+
+    None outside one: nova's ``scatter_gather_cells`` answers.
+    """
+    return _CELL_READS.get()
+
+
+@contextlib.contextmanager
+def cell_reads(gather: Callable[..., Any]) -> Iterator[None]:
+    """nova's ``scatter_gather_cells`` calls in the body go to *gather*.
+
+    *gather* takes ``(context, cell_mappings, fn, *args)`` and answers
+    as nova's function does (cell uuid -> result, exception or
+    ``did_not_respond_sentinel``); nova's timeout is not passed on.
+    """
+    token = _CELL_READS.set(gather)
+    try:
+        yield
+    finally:
+        _CELL_READS.reset(token)

@@ -550,6 +550,29 @@ PARTS: tuple[Part, ...] = (
         ),
     ),
     Part(
+        name='min_version',
+        what="bounds nova's minimum service version over all cells "
+             '(api.min_version)',
+        off='every cell is asked for its minimum service version with '
+            "nova's 60 s CELL_TIMEOUT before a boot",
+        service='nova-api',
+        targets=(
+            Swap('nova.objects.service', 'get_minimum_version_all_cells',
+                 'nova_cellsched.api.min_version:wrap', wraps=True),
+        ),
+        requires=('lister',),
+        sources=(
+            Source('nova.objects.service', 'get_minimum_version_all_cells',
+                   'reads every cell through scatter_gather_all_cells, '
+                   'called once; with require_all False leaves out a cell '
+                   'whose answer is did_not_respond_sentinel or an '
+                   'exception'),
+            Source('nova.context', 'scatter_gather_all_cells',
+                   'calls scatter_gather_cells through the module '
+                   'attribute'),
+        ),
+    ),
+    Part(
         name='request_filter',
         what='the placement pre-filter of the cells a request may use '
              '(scheduler.request_filter)',
@@ -591,7 +614,7 @@ PARTS: tuple[Part, ...] = (
 BY_NAME: dict[str, Part] = {part.name: part for part in PARTS}
 
 #: The parts the nova-api paste filter asks for.
-API_PARTS = ('lister', 'view', 'render', 'validation')
+API_PARTS = ('lister', 'view', 'render', 'validation', 'min_version')
 
 
 def all_sources() -> tuple[Source, ...]:

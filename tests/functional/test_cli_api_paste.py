@@ -169,7 +169,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
         self.assertEqual(0, run.code, run)
         table = run.table()
         parts = ['guard', 'keyset', 'lister', 'view', 'render', 'validation',
-                 'startup']
+                 'min_version', 'startup']
         # nova 31's own file still has a noauth2 pipeline per composite,
         # which nova reads only with [api] auth_strategy = noauth2.
         pipelines = [row for row in table

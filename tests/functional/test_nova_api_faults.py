@@ -194,7 +194,10 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         super().setUp()
         # nova's worker pools are this test's; its cleanup waits for them
         # and runs after the server is thawed (cleanups run last first).
-        self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
+        # (nova 31 names it IsolatedGreenPoolFixture: eventlet only.)
+        isolated = (getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
+                    or nova_fixtures.IsolatedGreenPoolFixture)
+        self.useFixture(isolated(self.id()))
         self._heal()
         self.addCleanup(self._heal)
         # No cell held down by an earlier test of this process.

@@ -41,7 +41,7 @@ ENV_VAR = 'NOVA_CELLSCHED_PLAIN_VENV'
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 PARTS = ('guard', 'keyset', 'lister', 'view', 'render', 'validation',
-         'startup', 'request_filter')
+         'startup', 'min_version', 'request_filter')
 LIBRARIES = ('SQLAlchemy', 'oslo.db', 'oslo.serialization',
              'oslo.versionedobjects', 'jsonschema')
 
@@ -111,7 +111,7 @@ class PlainVenvTest(testtools.TestCase):
                  for row in rows if row['Section'].startswith('(part ')}
         self.assertEqual(
             {'guard', 'keyset', 'lister', 'view', 'render', 'validation',
-             'startup'},
+             'startup', 'min_version'},
             set(parts))
         off = {name: result for name, result in parts.items()
                if result != 'fits'}

@@ -294,7 +294,8 @@ class GuideTest(base.BaseTestCase):
                      if r.version == hashing.nova_version()]
         matched = patch._matched()
         self.assertEqual([tested.version], matched[1])
-        on = ['guard', 'keyset', 'lister', 'view', 'render', 'validation']
+        on = ['guard', 'keyset', 'lister', 'view', 'render', 'validation',
+              'min_version']
         info = self._quoted_lines('admin/nova-api',
                                   'INFO nova_cellsched.api.patch [-] ')
         self.assertEqual(

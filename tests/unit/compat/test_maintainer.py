@@ -99,7 +99,8 @@ class SideBySideTest(base.BaseTestCase):
         self.assertEqual(1, status)
         self.assertIn('# parts off on nova %s: lister (1 relied-on source '
                       'differs); view (requires lister); render (requires '
-                      'lister, view)\n' % NOVA, report)
+                      'lister, view); min_version (requires lister)\n'
+                      % NOVA, report)
         lines = section(report, CHANGED)
         self.assertEqual('#  part lister relies on it for: the joins nova '
                          'makes by hand', lines[0])
