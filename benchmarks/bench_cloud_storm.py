@@ -444,9 +444,12 @@ def sighup_check(cloud: cloud_mod.Cloud, clients: Clients,
 
 
 def _boots(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Statuses, cells and POST-to-end percentiles of some boots."""
+    """Statuses, cells, POST and POST-to-end percentiles of some boots."""
     ends = [r['active_s'] for r in results if 'active_s' in r]
+    posts = [r['post_s'] for r in results if 'post_s' in r]
     return {
+        'post_s': reporting.percentiles(posts, {'p50': 50, 'max': 100},
+                                        digits=1) if posts else {},
         'boots': len(results),
         'statuses': dict(collections.Counter(r['status'] for r in results)),
         'by_cell': dict(collections.Counter(r.get('cell') or '-'
@@ -743,15 +746,19 @@ def render(results: dict[str, Any]) -> str:
                   % (frozen['scheduling'], frozen['servers'],
                      frozen['concurrency'], frozen['frozen_cell'],
                      frozen['frozen_from_s'], frozen['frozen_to_s']), '',
-                  '| POSTed | boots | statuses | cells | POST to end p50 s '
-                  '| max s |', '|---|---|---|---|---|---|']
+                  '| POSTed | boots | statuses | cells | POST p50 s '
+                  '| POST max s | POST to end p50 s | max s |',
+                  '|---|---|---|---|---|---|---|---|']
         for when, b in frozen['boots'].items():
-            lines.append('| %s the freeze | %d | %s | %s | %s | %s |' % (
+            post = b.get('post_s') or {}
+            lines.append('| %s the freeze | %d | %s | %s | %s | %s | %s '
+                         '| %s |' % (
                 when, b['boots'],
                 ', '.join('%s %d' % kv for kv in sorted(
                     b['statuses'].items())),
                 ', '.join('%s %d' % kv for kv in sorted(
                     b['by_cell'].items())),
+                post.get('p50', '-'), post.get('max', '-'),
                 b['end_s'].get('p50', '-'), b['end_s'].get('max', '-')))
         lines += ['', '| lists started | lists | failed | servers '
                   '| p50 s | max s | the filter\'s own, max s |',

@@ -483,6 +483,8 @@ class Cloud:
     :param quota_from_placement: nova's ``[quota]
         count_usage_from_placement`` in every service: usage counted from
         the API database and placement, not by asking every cell.
+    :param api_cellsched: ``[cellsched]`` options of nova-api (e.g.
+        ``{'list_cell_timeout': '5'}``), over the defaults.
     :param debug: nova's ``debug`` in every service.
     :param profiler: an osprofiler connection string (``redis://...``):
         tracing on in every nova service and nova-api (off: None).
@@ -493,6 +495,7 @@ class Cloud:
                  scheduling: str = 'prefilter', sync_interval: int = 30,
                  api_workers: int = 2, api_threads: int = 1,
                  quota_from_placement: bool = False,
+                 api_cellsched: dict[str, str] | None = None,
                  debug: bool = False,
                  profiler: str | None = None,
                  say: Callable[[str], None] = lambda line: None) -> None:
@@ -504,6 +507,7 @@ class Cloud:
         self.api_workers = api_workers
         self.api_threads = api_threads
         self.quota_from_placement = quota_from_placement
+        self.api_cellsched = dict(api_cellsched or {})
         self.debug = debug
         self.profiler = profiler
         self.say = say
@@ -541,7 +545,7 @@ class Cloud:
                          self.state.get('services', {}).items()}
         for key in ('cells', 'computes', 'scheduling', 'sync_interval',
                     'api_workers', 'api_threads', 'quota_from_placement',
-                    'debug', 'profiler'):
+                    'api_cellsched', 'debug', 'profiler'):
             if key in self.state:
                 setattr(self, key, self.state[key])
         return True
@@ -711,6 +715,8 @@ class Cloud:
         api['database'] = {'connection': self.database_url('cell0')}
         api['wsgi'] = {'api_paste_config': os.path.join(
             api_dir, 'api-paste.ini')}
+        if self.api_cellsched:
+            api['cellsched'] = dict(self.api_cellsched)
         _ini(os.path.join(api_dir, 'nova.conf'), api)
         # The super conductor: API database, API vhost.
         sup = self._common('nova-conductor-super', 'conductor-super',
@@ -967,6 +973,7 @@ class Cloud:
             'api_workers': self.api_workers,
             'api_threads': self.api_threads,
             'quota_from_placement': self.quota_from_placement,
+            'api_cellsched': self.api_cellsched,
             'debug': self.debug,
             'profiler': self.profiler, 'databases': [], 'vhosts': [],
             'created': time.time(),
@@ -1449,6 +1456,19 @@ MACHINE_CHANGES = (
     % MAX_CONNECTIONS)
 
 
+def _api_options(parser: argparse.ArgumentParser,
+                 given: list[str]) -> dict[str, str]:
+    """``--api-option NAME=VALUE`` as a dict; a bad one is exit 2."""
+    options = {}
+    for item in given:
+        name, sep, value = item.partition('=')
+        if not sep or not name.strip():
+            parser.error('expected --api-option NAME=VALUE (a [cellsched] '
+                         'option of nova-api), got %r' % item)
+        options[name.strip()] = value.strip()
+    return options
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``tools/cloud up|status|down``; the exit code."""
     parser = argparse.ArgumentParser(
@@ -1486,6 +1506,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument('--quota-from-placement', action='store_true',
                     help="nova's [quota] count_usage_from_placement: usage "
                          'counted from placement, no cell asked.')
+    up.add_argument('--api-option', action='append', default=[],
+                    metavar='NAME=VALUE', dest='api_options',
+                    help="A [cellsched] option of nova-api (e.g. "
+                         'list_cell_timeout=5); repeat for more.')
     up.add_argument('--debug', action='store_true',
                     help="nova's debug logging in every service.")
     up.add_argument('--profiler', metavar='CONNECTION',
@@ -1519,6 +1543,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           api_workers=args.api_workers,
                           api_threads=args.api_threads,
                           quota_from_placement=args.quota_from_placement,
+                          api_cellsched=_api_options(parser,
+                                                     args.api_options),
                           debug=args.debug,
                           profiler=args.profiler, say=say)
             cloud.up()

@@ -67,3 +67,15 @@ class CloudHelpTest(testtools.TestCase):
         result = cloud()
         self.assertEqual(2, result.returncode)
         self.assertIn('required: {up,status,down}', result.stderr)
+
+    def test_an_api_option_without_a_value_is_exit_2_before_anything(self):
+        """Refused before up starts anything: exit 2, one error line."""
+        result = cloud('--dir', os.path.join(TOP, 'no-such-cloud'), 'up',
+                       '--api-option', 'list_cell_timeout')
+        self.assertEqual(2, result.returncode, result.stderr)
+        (error,) = [line for line in result.stderr.splitlines()
+                    if 'error:' in line]
+        self.assertIn("expected --api-option NAME=VALUE (a [cellsched] "
+                      "option of nova-api), got 'list_cell_timeout'", error)
+        self.assertEqual('', result.stdout)
+        self.assertFalse(os.path.exists(os.path.join(TOP, 'no-such-cloud')))
