@@ -43,6 +43,7 @@ import sys
 from typing import NoReturn
 
 from packaging import markers
+from packaging import utils
 from packaging import version as packaging_version
 
 PROG = 'python -m cellsched_tools.pins'
@@ -97,11 +98,6 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput('%s (%s --help lists the options)' % (message, PROG))
 
 
-def canonical(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503)."""
-    return re.sub(r'[-_.]+', '-', name).lower()
-
-
 def series(major: int) -> str:
     """nova *major*'s series: two a year since 2023.1, nova 27."""
     return '%d.%d' % (2025 + (major - 31) // 2, (major - 31) % 2 + 1)
@@ -138,7 +134,7 @@ def upper_constraints(text: str) -> dict[str, str]:
             continue
         if match.group(3) and not markers.Marker(match.group(3)).evaluate():
             continue
-        found[canonical(match.group(1))] = match.group(2)
+        found[utils.canonicalize_name(match.group(1))] = match.group(2)
     return found
 
 
@@ -290,7 +286,7 @@ def render(major: int, template: str, snapshot: Snapshot, nova: str,
             out.append(line)
             continue
         name = match.group(1)
-        key = canonical(name)
+        key = utils.canonicalize_name(name)
         pinned = {NOVA: nova, PLACEMENT: placement}.get(key, upper.get(key))
         if pinned is None:
             unpinned.append(name)

@@ -25,6 +25,8 @@ import importlib.metadata
 import re
 import unittest
 
+from packaging import utils
+
 NOVA_VERSION = importlib.metadata.version('nova')
 NOVA_MAJOR = int(NOVA_VERSION.split('.')[0])
 
@@ -80,11 +82,6 @@ def api_parts_on():
             if name not in lacks]
 
 
-def canonical(name: str) -> str:
-    """A distribution's name as pip compares them (PEP 503)."""
-    return re.sub(r'[-_.]+', '-', name).lower()
-
-
 def pins_of(text: str) -> dict[str, str]:
     """Canonical name -> version of ``name==version`` lines (``===`` too).
 
@@ -95,5 +92,5 @@ def pins_of(text: str) -> dict[str, str]:
     for line in text.splitlines():
         match = re.match(r'^([A-Za-z0-9_.-]+)===?([^;\s#]+)', line)
         if match:
-            pins[canonical(match.group(1))] = match.group(2)
+            pins[utils.canonicalize_name(match.group(1))] = match.group(2)
     return pins

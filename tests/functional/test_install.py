@@ -47,8 +47,8 @@ import sys
 
 import fixtures
 from oslotest import base
+from packaging import utils
 
-from tests.releases import canonical
 from tests.releases import pins_of
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -124,6 +124,8 @@ class InstallChangesNothingTest(base.BaseTestCase):
 
 RELEASES = os.path.join(TOP, 'tools', 'releases')
 REQUIREMENTS_REPO = 'NOVA_CELLSCHED_REQUIREMENTS_REPO'
+#: A distribution's name as pip compares them (PEP 503).
+canonical = utils.canonicalize_name
 
 
 def upper_constraints_file(repo, commit, path):

@@ -27,6 +27,7 @@ import sys
 
 import fixtures
 from oslotest import base
+from packaging import utils
 
 from cellsched_tools import pins
 
@@ -41,7 +42,7 @@ def read(path):
 
 def pins_of(text):
     """canonical name -> version of a pin file's ``name==version`` lines."""
-    return {pins.canonical(m.group(1)): m.group(2)
+    return {utils.canonicalize_name(m.group(1)): m.group(2)
             for m in re.finditer(r'^([A-Za-z0-9_.-]+)==(\S+)', text, re.M)}
 
 
@@ -258,10 +259,11 @@ class RealRequirementsTest(PinsCommand):
         those two lines say what upper-constraints says.
         """
         kept, written = self.written_again(34)
-        said = dict(
-            (pins.canonical(m.group(1)), m.group(2)) for m in re.finditer(
+        said = {
+            utils.canonicalize_name(m.group(1)): m.group(2)
+            for m in re.finditer(
                 r'^([A-Za-z0-9_.-]+)==\S+\s+# upper-constraints says (\S+)',
-                kept, re.M))
+                kept, re.M)}
         self.assertEqual({'keystoneauth1', 'oslo-versionedobjects'},
                          set(said))
         self.assertEqual(dict(pins_of(kept), **said), pins_of(written))
