@@ -23,6 +23,7 @@ tests skip with that reason).
 
 import importlib.metadata
 import re
+from typing import Any
 import unittest
 
 from packaging import utils
@@ -80,6 +81,20 @@ def api_parts_on():
     return [name for name in ('guard', 'keyset', 'lister', 'view',
                               'render', 'validation', 'min_version')
             if name not in lacks]
+
+
+def isolated_nova_pools(test_id: str) -> Any:
+    """nova's fixture giving one test its own cell worker pools.
+
+    Its cleanup shuts them down, as nova's own tests do. nova 34 names
+    it ``IsolatedExecutorFixture``; nova 31 ``IsolatedGreenPoolFixture``
+    (eventlet only).
+    """
+    from nova.tests import fixtures as nova_fixtures
+
+    isolated = (getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
+                or nova_fixtures.IsolatedGreenPoolFixture)
+    return isolated(test_id)
 
 
 def pins_of(text: str) -> dict[str, str]:

@@ -28,7 +28,6 @@ import nova.conf
 from nova.db.api import api as api_db_api
 from nova.db.api import models as api_models
 from nova import objects
-from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import test_fixtures as db_fixtures
@@ -39,6 +38,7 @@ from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched.listing import query as instance_query
+from tests import releases
 
 MYSQL_URL = os.environ.get('NOVA_CELLSCHED_TEST_MYSQL_URL',
                            'mysql+pymysql://root@127.0.0.1:3306/')
@@ -206,7 +206,4 @@ class FunctionalTestCase(base.BaseTestCase):
         conf_mod.register_opts(CONF)
         # nova's own lister (run here as the yardstick) starts nova's cell
         # worker pool; shut it down at the end like nova's tests do.
-        # (nova 31 names it IsolatedGreenPoolFixture: eventlet only.)
-        isolated = (getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
-                    or nova_fixtures.IsolatedGreenPoolFixture)
-        self.useFixture(isolated(self.id()))
+        self.useFixture(releases.isolated_nova_pools(self.id()))

@@ -66,6 +66,7 @@ from nova_cellsched.demo import seed
 from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
 from tests.functional import mariadb_server as mdb
+from tests import releases
 
 CONF = nova.conf.CONF
 PASSWORD = 'Fr0zen/n0va@Pw%q'
@@ -194,10 +195,7 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         super().setUp()
         # nova's worker pools are this test's; its cleanup waits for them
         # and runs after the server is thawed (cleanups run last first).
-        # (nova 31 names it IsolatedGreenPoolFixture: eventlet only.)
-        isolated = (getattr(nova_fixtures, 'IsolatedExecutorFixture', None)
-                    or nova_fixtures.IsolatedGreenPoolFixture)
-        self.useFixture(isolated(self.id()))
+        self.useFixture(releases.isolated_nova_pools(self.id()))
         self._heal()
         self.addCleanup(self._heal)
         # No cell held down by an earlier test of this process.
