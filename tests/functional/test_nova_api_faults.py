@@ -809,9 +809,8 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         Starts :meth:`time_listings`.
         """
         self.time_listings()
-        everything = self.uuids_of(*self.expected)
-        if path != DETAIL:
-            everything = None
+        # A page (limit) holds only some of them.
+        everything = self.uuids_of(*self.expected) if path == DETAIL else None
         for ids, _seconds, error in self.concurrent_details(clients, path):
             self.assertIsNone(error)
             if everything is not None:
