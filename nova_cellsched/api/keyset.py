@@ -106,12 +106,14 @@ def paginate_query(query: Any, model: Any, limit: int | None,
         bad = [k for k in sort_keys
                if k not in instance_query.INSTANCE_COLUMNS]
         raise db_exc.InvalidSortKey(key=bad[0] if bad else sort_keys)
-    query = query.order_by(*clauses)
-    if limit is not None:
-        query = query.limit(limit)
+
+    def ordered(query: Any) -> Any:
+        query = query.order_by(*clauses)
+        return query if limit is None else query.limit(limit)
+
     if page.loader is not None:
-        return page.loader.query(query)
-    return query
+        return page.loader.query(query, ordered)
+    return ordered(query)
 
 
 def one_row_per_instance(query: Any) -> Any:

@@ -413,6 +413,41 @@ class PlainRowsTestMixin:
                         [], _differences(everything[:limit], batch)[:10],
                         (filters, limit, plain))
 
+    def test_a_second_extra_row_does_not_cut_a_batch(self) -> None:
+        """A batch of N holds the first N servers with a repeated join.
+
+        instance_extra has no unique key; the loader reads it in the
+        batch's statement, where a server with two rows would be counted
+        twice by the LIMIT. Such a batch is read again, one query per
+        join: it still holds nova's first N servers, each once.
+        """
+        extra = models.InstanceExtra.__table__
+        engine = sa.create_engine(self.seeded.url)  # type: ignore[union-attr]
+        self.addCleanup(engine.dispose)  # type: ignore[attr-defined]
+        uuid = self.live[5]
+        with engine.begin() as conn:
+            flavor = conn.execute(sa.select(extra.c.flavor).where(
+                extra.c.instance_uuid == uuid)).scalar_one()
+            conn.execute(extra.insert().values(
+                instance_uuid=uuid, flavor=flavor, deleted=0))
+
+        def remove() -> None:
+            with engine.begin() as conn:
+                first = conn.execute(sa.select(sa.func.min(extra.c.id)).where(
+                    extra.c.instance_uuid == uuid)).scalar_one()
+                conn.execute(extra.delete().where(
+                    extra.c.instance_uuid == uuid, extra.c.id != first))
+        self.addCleanup(remove)  # type: ignore[attr-defined]
+        filters = {'deleted': False}
+        everything = [p['nova_object.data']['uuid'] for p, _c in self._load(
+            self.ctx, dict(filters), API_ATTRS[0], False, paged=False)]
+        self.assertIn(uuid, everything)  # type: ignore[attr-defined]
+        for limit in range(1, len(everything) + 2):
+            batch = [p['nova_object.data']['uuid'] for p, _c in self._load(
+                self.ctx, dict(filters), API_ATTRS[0], True, limit)]
+            self.assertEqual(  # type: ignore[attr-defined]
+                everything[:limit], batch, limit)
+
     def test_project_objects_are_nova_objects(self) -> None:
         """A project's own listing (nova's scope applies): same."""
         ctx = nova_context.RequestContext('user', self.project_id,

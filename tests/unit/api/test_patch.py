@@ -605,8 +605,8 @@ class TestSelfTest(_Base):
         """Plain rows with one wrong value: the objects differ."""
         load = rows.Loader.load
 
-        def loses_a_tag(loader, query):
-            found = load(loader, query)
+        def loses_a_tag(loader, query, ordered):
+            found = load(loader, query, ordered)
             for row in found:
                 if row.get('tags'):
                     row['tags'] = row['tags'][:1]
