@@ -184,6 +184,50 @@ Related options:
 * ``[scheduler] max_placement_results``
 """))
 
+scheduling_opts.append(cfg.FloatOpt(
+    'scheduler_cell_timeout',
+    default=0.0,
+    min=0.0,
+    mutable=True,
+    help="""
+Seconds nova-scheduler waits for a cell database.
+
+Before each scheduling decision nova-scheduler reads the nova-compute
+services and compute nodes of every enabled cell and, from nova 34, the
+minimum nova-compute version of every cell, and waits for each cell up
+to nova's 60 seconds (``nova.context.CELL_TIMEOUT``): one frozen cell
+database holds every boot, into any cell, that long. With this set
+(and ``ProjectCellFilter`` enabled, which puts the bound in), each cell
+is read on nova-cellsched's workers, the cells in parallel, and every
+blocking call of a read on a PyMySQL connection ends after this many
+seconds without an answer from the database (time nova-scheduler spends
+busy is not counted). A cell that does not answer, or refuses the
+connection, is left out of that decision, as nova leaves out a cell
+that did not respond (its hosts are not candidates; the minimum version
+is taken over the cells that answered), and with ``cell_hold_down`` it
+is held down: the decisions in the next ``cell_hold_down`` seconds leave
+it out at once, while one probe at a time reads it in the background
+and ends the hold-down when it answers. The other cells' hosts are
+filtered and weighed as ever.
+
+This option is mutable: a SIGHUP to nova-scheduler applies a new value to
+its next decision.
+
+Possible values:
+
+* 0 (the default): nova's own reads, 60 seconds a cell.
+* A positive number of seconds. It must exceed what a healthy cell's
+  read takes at its busiest (a cell of 1,000 compute nodes reads in well
+  under a second); 5 to 10 keeps boots going through a database
+  failover.
+
+Related options:
+
+* ``[cellsched] cell_hold_down``, ``[cellsched] cell_probe_interval``
+* ``[quota] count_usage_from_placement`` (nova's): True keeps quota
+  checks of a boot off the cell databases.
+"""))
+
 scheduling_opts.append(cfg.StrOpt(
     'placement_prefilter_form',
     default='auto',
@@ -628,10 +672,13 @@ first probe that answers ends the hold-down at once, so the cell's
 servers are back in the next listing. A probe that does not answer
 extends the hold-down. Each nova-api worker process keeps its own; its
 log says when a cell is held down and when it answers again, and an
-admin's ``Server-Timing`` header names the held cells.
+admin's ``Server-Timing`` header names the held cells. nova-scheduler,
+with ``scheduler_cell_timeout`` set, holds down a cell whose compute
+nodes did not come within that timeout the same way, per process.
 
 A change takes effect when nova-api's workers are reloaded (under uwsgi
-a SIGHUP to the master; under mod_wsgi a graceful restart).
+a SIGHUP to the master; under mod_wsgi a graceful restart), and when
+nova-scheduler restarts.
 
 Possible values:
 
@@ -644,6 +691,7 @@ Related options:
 * ``[cellsched] cell_probe_interval``
 * ``[cellsched] list_cell_timeout``: what a listing waits for a cell
   that is not held down, and what a probe waits for at most.
+* ``[cellsched] scheduler_cell_timeout``: the same in nova-scheduler.
 """),
     cfg.FloatOpt(
         'cell_probe_interval',

@@ -608,6 +608,44 @@ PARTS: tuple[Part, ...] = (
                    'the pre-filter never sees'),
         ),
     ),
+    Part(
+        name='bounded_reads',
+        what="bounds nova-scheduler's reads of every cell: compute nodes "
+             'and the minimum service version (scheduler.bounded_reads)',
+        off='each scheduling decision waits for every cell with '
+            "nova's 60 s CELL_TIMEOUT",
+        service='nova-scheduler',
+        targets=(
+            Swap('nova.scheduler.host_manager:HostManager',
+                 '_get_computes_for_cells',
+                 'nova_cellsched.scheduler.bounded_reads:wrap_computes',
+                 wraps=True),
+            Swap('nova.context', 'scatter_gather_all_cells',
+                 'nova_cellsched.scheduler.bounded_reads:wrap_all_cells',
+                 wraps=True),
+        ),
+        requires=('guard',),
+        sources=(
+            Source('nova.scheduler.host_manager',
+                   'HostManager._get_computes_for_cells',
+                   "answers (cell uuid -> compute nodes, host -> service) "
+                   "from each cell's ServiceList.get_by_binary("
+                   "'nova-compute', include_disabled=True) and "
+                   'ComputeNodeList.get_all or get_all_by_uuids, leaving '
+                   'out a cell that fails or does not respond'),
+            Source('nova.scheduler.host_manager',
+                   'HostManager.get_host_states_by_uuids',
+                   'builds the host states of the cells '
+                   '_get_computes_for_cells answered for'),
+            Source('nova.context', 'scatter_gather_all_cells',
+                   'load_cells(), then scatter_gather_cells over CELLS '
+                   'with CELL_TIMEOUT: per cell, the result, the '
+                   'exception raised or did_not_respond_sentinel'),
+            Source('nova.context', 'load_cells',
+                   'fills the module global CELLS with every cell '
+                   'mapping, once'),
+        ),
+    ),
 )
 
 #: Parts by name.

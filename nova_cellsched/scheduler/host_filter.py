@@ -35,6 +35,7 @@ from nova.scheduler import filters
 from nova.scheduler import utils as scheduler_utils
 from oslo_log import log as logging
 
+from nova_cellsched.scheduler import bounded_reads
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import periodic_sync
 from nova_cellsched.scheduler import request_filter
@@ -90,6 +91,9 @@ class ProjectCellFilter(filters.BaseHostFilter):
         # The filter nova-scheduler builds installs its placement half;
         # idempotent, and a no-op until [cellsched] placement_prefilter.
         request_filter.register()
+        # nova-scheduler's reads of every cell, bounded with
+        # [cellsched] scheduler_cell_timeout (nova's own while it is 0).
+        bounded_reads.register()
         # Once per process; a thread only with [cellsched]
         # aggregate_sync_interval. A bad interval stops the scheduler here.
         periodic_sync.setup()

@@ -41,7 +41,7 @@ ENV_VAR = 'NOVA_CELLSCHED_PLAIN_VENV'
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 PARTS = ('guard', 'keyset', 'lister', 'view', 'render', 'validation',
-         'startup', 'min_version', 'request_filter')
+         'startup', 'min_version', 'bounded_reads', 'request_filter')
 LIBRARIES = ('SQLAlchemy', 'oslo.db', 'oslo.serialization',
              'oslo.versionedobjects', 'jsonschema')
 

@@ -433,7 +433,7 @@ class TestRestoreAndCompleteness(_Base):
         """
         # Once before, so that what installing imports is imported.
         self.assertTrue(cellsched_api.install())
-        compat.install(['startup', 'request_filter'])
+        compat.install(['startup', 'request_filter', 'bounded_reads'])
         compat.restore()
         cellsched_api.uninstall()
         before = _nova_attributes()
@@ -441,9 +441,10 @@ class TestRestoreAndCompleteness(_Base):
         filters = list(nova_rf.ALL_REQUEST_FILTERS)
 
         self.assertTrue(cellsched_api.install())
-        found = compat.install(['startup', 'request_filter'])
-        self.assertEqual({'startup': [], 'guard': [], 'request_filter': []},
-                         found)
+        found = compat.install(['startup', 'request_filter',
+                                'bounded_reads'])
+        self.assertEqual({'startup': [], 'guard': [], 'request_filter': [],
+                          'bounded_reads': []}, found)
         after = _nova_attributes()
         changed = {key for key in after if after[key] != before.get(key)}
         # Every part, but one the release lacks (it stays off).
