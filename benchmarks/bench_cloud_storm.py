@@ -999,6 +999,8 @@ def main(argv: list[str] | None = None) -> int:
             'api_workers': cloud.api_workers,
             'api_threads': cloud.api_threads,
             'quota_from_placement': cloud.quota_from_placement,
+            'api_cellsched': cloud.api_cellsched,
+            'scheduler_cellsched': cloud.scheduler_cellsched,
             'up_seconds': cloud.state.get('up_seconds'),
             'memory_pss_mib': round(sum(r['pss_mib']
                                         for r in cloud.status())),

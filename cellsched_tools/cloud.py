@@ -485,6 +485,8 @@ class Cloud:
         the API database and placement, not by asking every cell.
     :param api_cellsched: ``[cellsched]`` options of nova-api (e.g.
         ``{'list_cell_timeout': '5'}``), over the defaults.
+    :param scheduler_cellsched: ``[cellsched]`` options of nova-scheduler
+        (e.g. ``{'scheduler_cell_timeout': '5'}``), over the harness's.
     :param debug: nova's ``debug`` in every service.
     :param profiler: an osprofiler connection string (``redis://...``):
         tracing on in every nova service and nova-api (off: None).
@@ -496,6 +498,7 @@ class Cloud:
                  api_workers: int = 2, api_threads: int = 1,
                  quota_from_placement: bool = False,
                  api_cellsched: dict[str, str] | None = None,
+                 scheduler_cellsched: dict[str, str] | None = None,
                  debug: bool = False,
                  profiler: str | None = None,
                  say: Callable[[str], None] = lambda line: None) -> None:
@@ -508,6 +511,7 @@ class Cloud:
         self.api_threads = api_threads
         self.quota_from_placement = quota_from_placement
         self.api_cellsched = dict(api_cellsched or {})
+        self.scheduler_cellsched = dict(scheduler_cellsched or {})
         self.debug = debug
         self.profiler = profiler
         self.say = say
@@ -545,7 +549,8 @@ class Cloud:
                          self.state.get('services', {}).items()}
         for key in ('cells', 'computes', 'scheduling', 'sync_interval',
                     'api_workers', 'api_threads', 'quota_from_placement',
-                    'api_cellsched', 'debug', 'profiler'):
+                    'api_cellsched', 'scheduler_cellsched', 'debug',
+                    'profiler'):
             if key in self.state:
                 setattr(self, key, self.state[key])
         return True
@@ -666,12 +671,14 @@ class Cloud:
                              ) -> str:
         """nova-scheduler's nova.conf for :attr:`scheduling`.
 
-        *cellsched*: ``[cellsched]`` options over the harness's own.
+        *cellsched*: ``[cellsched]`` options over the harness's own and
+        :attr:`scheduler_cellsched`.
         """
         conf = self._common('nova-scheduler', 'scheduler', self.vhost('api'))
         conf['api_database'] = {'connection': self.database_url('api')}
         conf['database'] = {'connection': self.database_url('cell0')}
         conf.update(self._scheduler_sections())
+        conf['cellsched'].update(self.scheduler_cellsched)
         conf['cellsched'].update(cellsched or {})
         # ProjectCellFilter is found through a second available_filters
         # line: configparser keeps one value, oslo.config reads a
@@ -974,6 +981,7 @@ class Cloud:
             'api_threads': self.api_threads,
             'quota_from_placement': self.quota_from_placement,
             'api_cellsched': self.api_cellsched,
+            'scheduler_cellsched': self.scheduler_cellsched,
             'debug': self.debug,
             'profiler': self.profiler, 'databases': [], 'vhosts': [],
             'created': time.time(),
@@ -1456,15 +1464,15 @@ MACHINE_CHANGES = (
     % MAX_CONNECTIONS)
 
 
-def _api_options(parser: argparse.ArgumentParser,
-                 given: list[str]) -> dict[str, str]:
-    """``--api-option NAME=VALUE`` as a dict; a bad one is exit 2."""
+def _options(parser: argparse.ArgumentParser, flag: str, service: str,
+             given: list[str]) -> dict[str, str]:
+    """``--FLAG NAME=VALUE`` as a dict; a bad one is exit 2."""
     options = {}
     for item in given:
         name, sep, value = item.partition('=')
         if not sep or not name.strip():
-            parser.error('expected --api-option NAME=VALUE (a [cellsched] '
-                         'option of nova-api), got %r' % item)
+            parser.error('expected --%s NAME=VALUE (a [cellsched] option '
+                         'of %s), got %r' % (flag, service, item))
         options[name.strip()] = value.strip()
     return options
 
@@ -1510,6 +1518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     metavar='NAME=VALUE', dest='api_options',
                     help="A [cellsched] option of nova-api (e.g. "
                          'list_cell_timeout=5); repeat for more.')
+    up.add_argument('--scheduler-option', action='append', default=[],
+                    metavar='NAME=VALUE', dest='scheduler_options',
+                    help='A [cellsched] option of nova-scheduler (e.g. '
+                         'scheduler_cell_timeout=5); repeat for more.')
     up.add_argument('--debug', action='store_true',
                     help="nova's debug logging in every service.")
     up.add_argument('--profiler', metavar='CONNECTION',
@@ -1543,8 +1555,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                           api_workers=args.api_workers,
                           api_threads=args.api_threads,
                           quota_from_placement=args.quota_from_placement,
-                          api_cellsched=_api_options(parser,
-                                                     args.api_options),
+                          api_cellsched=_options(
+                              parser, 'api-option', 'nova-api',
+                              args.api_options),
+                          scheduler_cellsched=_options(
+                              parser, 'scheduler-option', 'nova-scheduler',
+                              args.scheduler_options),
                           debug=args.debug,
                           profiler=args.profiler, say=say)
             cloud.up()

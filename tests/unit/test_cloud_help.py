@@ -79,3 +79,15 @@ class CloudHelpTest(testtools.TestCase):
                       "option of nova-api), got 'list_cell_timeout'", error)
         self.assertEqual('', result.stdout)
         self.assertFalse(os.path.exists(os.path.join(TOP, 'no-such-cloud')))
+
+    def test_a_scheduler_option_without_a_value_is_exit_2(self):
+        """The same for nova-scheduler's options."""
+        result = cloud('--dir', os.path.join(TOP, 'no-such-cloud'), 'up',
+                       '--scheduler-option', 'scheduler_cell_timeout')
+        self.assertEqual(2, result.returncode, result.stderr)
+        (error,) = [line for line in result.stderr.splitlines()
+                    if 'error:' in line]
+        self.assertIn("expected --scheduler-option NAME=VALUE (a [cellsched] "
+                      "option of nova-scheduler), got "
+                      "'scheduler_cell_timeout'", error)
+        self.assertFalse(os.path.exists(os.path.join(TOP, 'no-such-cloud')))
