@@ -68,26 +68,19 @@ class CloudHelpTest(testtools.TestCase):
         self.assertEqual(2, result.returncode)
         self.assertIn('required: {up,status,down}', result.stderr)
 
-    def test_an_api_option_without_a_value_is_exit_2_before_anything(self):
+    def test_an_option_without_a_value_is_exit_2_before_anything(self):
         """Refused before up starts anything: exit 2, one error line."""
-        result = cloud('--dir', os.path.join(TOP, 'no-such-cloud'), 'up',
-                       '--api-option', 'list_cell_timeout')
-        self.assertEqual(2, result.returncode, result.stderr)
-        (error,) = [line for line in result.stderr.splitlines()
-                    if 'error:' in line]
-        self.assertIn("expected --api-option NAME=VALUE (a [cellsched] "
-                      "option of nova-api), got 'list_cell_timeout'", error)
-        self.assertEqual('', result.stdout)
-        self.assertFalse(os.path.exists(os.path.join(TOP, 'no-such-cloud')))
-
-    def test_a_scheduler_option_without_a_value_is_exit_2(self):
-        """The same for nova-scheduler's options."""
-        result = cloud('--dir', os.path.join(TOP, 'no-such-cloud'), 'up',
-                       '--scheduler-option', 'scheduler_cell_timeout')
-        self.assertEqual(2, result.returncode, result.stderr)
-        (error,) = [line for line in result.stderr.splitlines()
-                    if 'error:' in line]
-        self.assertIn("expected --scheduler-option NAME=VALUE (a [cellsched] "
-                      "option of nova-scheduler), got "
-                      "'scheduler_cell_timeout'", error)
-        self.assertFalse(os.path.exists(os.path.join(TOP, 'no-such-cloud')))
+        for flag, name, service in (
+                ('api-option', 'list_cell_timeout', 'nova-api'),
+                ('scheduler-option', 'scheduler_cell_timeout',
+                 'nova-scheduler')):
+            result = cloud('--dir', os.path.join(TOP, 'no-such-cloud'),
+                           'up', '--' + flag, name)
+            self.assertEqual(2, result.returncode, result.stderr)
+            (error,) = [line for line in result.stderr.splitlines()
+                        if 'error:' in line]
+            self.assertIn("expected --%s NAME=VALUE (a [cellsched] option "
+                          "of %s), got '%s'" % (flag, service, name), error)
+            self.assertEqual('', result.stdout)
+            self.assertFalse(os.path.exists(os.path.join(TOP,
+                                                         'no-such-cloud')))
