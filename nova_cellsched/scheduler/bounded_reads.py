@@ -175,8 +175,9 @@ def gather_cells(context: Any, cells: Sequence[Any], timeout: float,
     concurrent.futures.wait(futures.values(),
                             timeout=nova_context.CELL_TIMEOUT)
     for cell_uuid, future in futures.items():
-        error = future.exception() if future.done() else None
-        if not future.done() or (error is not None and _silent(error)):
+        done = future.done()
+        error = future.exception() if done else None
+        if not done or (error is not None and _silent(error)):
             HEALTH.failed(cell_uuid, 'no answer within %s s' % timeout
                           if error is None else
                           gather.describe_error(error))
