@@ -45,9 +45,24 @@ import random
 import threading
 import time
 
+from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
+from nova_cellsched import guard
+
 LOG = logging.getLogger(__name__)
+
+
+def not_answering(error: BaseException | None) -> bool:
+    """Whether a bounded read's *error* says its cell did not answer.
+
+    Its database refused or dropped the connection, or kept silent past
+    the read's I/O bound (:func:`nova_cellsched.guard.io_timeout` ends
+    it with a lost connection, which oslo.db raises as
+    ``DBConnectionError``). Any other error is the cell's answer.
+    """
+    return isinstance(error, (guard.ConnectFailed,
+                              db_exception.DBConnectionError))
 
 
 @dataclasses.dataclass

@@ -66,7 +66,6 @@ import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
 from nova import utils as nova_utils
-from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from nova_cellsched.api import driver_advice
@@ -317,8 +316,7 @@ def _not_answering(outcome: gather.Outcome[Any]) -> bool:
     """
     if outcome.status == gather.TIMED_OUT:
         return True
-    return isinstance(outcome.error, (guard.ConnectFailed,
-                                      db_exception.DBConnectionError))
+    return health.not_answering(outcome.error)
 
 
 def note_health(outcomes: Mapping[str, gather.Outcome[Any]]) -> None:

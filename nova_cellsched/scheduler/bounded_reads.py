@@ -58,7 +58,6 @@ from typing import Any
 import nova.conf
 from nova import context as nova_context
 from nova import objects
-from oslo_db import exception as db_exception
 from oslo_log import log as logging
 
 from nova_cellsched import conf
@@ -76,6 +75,8 @@ HEALTH = health.CellHealth()
 
 _LOCK = threading.Lock()
 _EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
+#: Workers of :data:`_EXECUTOR`.
+_SIZE = 0
 #: Fewest workers; more as the cells need them (:func:`_executor`).
 MIN_WORKERS = 8
 
@@ -86,12 +87,13 @@ def _executor(cells: int) -> concurrent.futures.ThreadPoolExecutor:
     A read ends within the timeout (its I/O is bounded), so a frozen
     cell never holds a worker longer.
     """
-    global _EXECUTOR
+    global _EXECUTOR, _SIZE
     with _LOCK:
         size = max(MIN_WORKERS, cells)
-        if _EXECUTOR is None or _EXECUTOR._max_workers < size:
+        if _EXECUTOR is None or _SIZE < size:
             old, _EXECUTOR = _EXECUTOR, concurrent.futures.ThreadPoolExecutor(
                 max_workers=size, thread_name_prefix='cellsched-cells')
+            _SIZE = size
             if old is not None:
                 old.shutdown(wait=False)
         return _EXECUTOR
@@ -119,16 +121,6 @@ def _in_cell(context: Any, cell: Any, timeout: float,
     with guard.io_timeout(timeout, total=False):
         with nova_context.target_cell(context, cell) as cctxt:
             return fn(cctxt, *args, **kwargs)
-
-
-def _silent(error: BaseException) -> bool:
-    """Whether *error* is a cell that did not answer (or refused).
-
-    The guard's bound ends a silent read with a lost connection, which
-    oslo.db raises as ``DBConnectionError``.
-    """
-    return isinstance(error, (guard.ConnectFailed,
-                              db_exception.DBConnectionError))
 
 
 def _probe_read(cctxt: Any) -> Any:
@@ -177,7 +169,7 @@ def gather_cells(context: Any, cells: Sequence[Any], timeout: float,
     for cell_uuid, future in futures.items():
         done = future.done()
         error = future.exception() if done else None
-        if not done or (error is not None and _silent(error)):
+        if not done or health.not_answering(error):
             HEALTH.failed(cell_uuid, 'no answer within %s s' % timeout
                           if error is None else
                           gather.describe_error(error))
