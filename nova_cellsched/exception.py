@@ -166,6 +166,24 @@ class CellsFailed(CellschedError):
                    self.failures.items()))))
 
 
+class RowsNotReread(CellschedError):
+    """nova-api: a cell did not give listed servers' rows a second time.
+
+    The listing reads only the columns the list body shows; a request
+    left to nova's view reads the rest from the servers' cells
+    (``nova_cellsched.api.render.materialize``), and one of them failed.
+
+    :ivar cell: the cell's uuid.
+    """
+
+    def __init__(self, cell: str, reason: str) -> None:
+        self.cell = cell
+        super().__init__(
+            'expected the rows of the listed servers of cell %s for '
+            "nova's server view, got %s; the list is not answered, the "
+            'next request lists the cell again' % (cell, reason))
+
+
 class PlacementUnreachable(CellschedError):
     """The placement API could not be reached through ``[placement]``.
 

@@ -522,6 +522,14 @@ class _Listing(cross_cell.CrossCellLister):
         self.held: list[Any] = []
         #: Rows as dicts (:mod:`.rows`) where it knows every join.
         self.plain_rows = rows_mod.supports(columns_to_join)
+        #: The instance columns to read (None: all): the renderer's and
+        #: the sort keys, for rows it will render
+        #: (:func:`get_instance_objects_sorted`).
+        state = request_state.current()
+        columns = None if state is None else state.row_columns
+        self.row_columns = (
+            None if columns is None or not self.plain_rows
+            else frozenset(columns) | frozenset(spec.keys))
         #: nova's side of the hooks (:func:`nova_side`).
         self.nova = nova_side()
 
@@ -640,7 +648,8 @@ class _Listing(cross_cell.CrossCellLister):
     def _fetch(self, cctxt: Any, after: Sequence[Any] | None,
                limit: int | None) -> rounds.Batch:
         """Worker: one batch of one cell, with nova's DB API."""
-        loader = (rows_mod.Loader(cctxt, self.columns_to_join)
+        loader = (rows_mod.Loader(cctxt, self.columns_to_join,
+                                  self.row_columns)
                   if self.plain_rows else None)
         with keyset.paging(after, loader, self.spec.nulls_high):
             found = list(self.nova.batch(
@@ -827,17 +836,33 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     cell_mappings = nova.cells_to_list(ctx)
     batch_size = lister.first_batch_size(limit, len(cell_mappings))
     columns_to_join = nova.columns_to_join(expected_attrs)
-    # Through nova's module, as nova calls it (it is ours once installed).
-    cells_lister, rows = nova_instance_list.get_instances_sorted(
-        ctx, filters, limit, marker, columns_to_join, sort_keys, sort_dirs,
-        cell_mappings=cell_mappings, batch_size=batch_size,
-        cell_down_support=cell_down_support)
-    # The listing runs here (errors such as MarkerNotFound are raised
-    # here, as in nova), timed apart from building the objects.
-    db_rows = list(rows)
+    # Rows the renderer will render hold only the columns it reads.
+    state = request_state.current()
+    partial = (state is not None and render.will_stash(filters) and
+               rows_mod.supports(columns_to_join))
+    if state is not None and partial:
+        state.row_columns = render.ROW_COLUMNS
+    try:
+        # Through nova's module, as nova calls it (it is ours once
+        # installed).
+        cells_lister, rows = nova_instance_list.get_instances_sorted(
+            ctx, filters, limit, marker, columns_to_join, sort_keys,
+            sort_dirs, cell_mappings=cell_mappings, batch_size=batch_size,
+            cell_down_support=cell_down_support)
+        # The listing runs here (errors such as MarkerNotFound are
+        # raised here, as in nova), timed apart from building the
+        # objects.
+        db_rows = list(rows)
+    finally:
+        if state is not None:
+            state.row_columns = None
     with server_timing.phase('objects'):
-        if render.wanted(filters, db_rows):
-            instance_list = render.stash(ctx, db_rows, expected_attrs)
+        # NOTE: partial rows are for the renderer, even if its option
+        # changed during the listing: nova's objects need whole rows.
+        if render.wanted(filters, db_rows) or (
+                partial and all(type(row) is dict for row in db_rows)):
+            instance_list = render.stash(ctx, db_rows, expected_attrs,
+                                         partial)
         else:
             instance_list = nova.instance_objects(ctx, db_rows,
                                                   expected_attrs)

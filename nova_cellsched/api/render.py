@@ -28,13 +28,16 @@ next link). The view (:func:`index`, :func:`detail`) then renders each
 stashed row; what the listing did not serve (a build request, a down
 cell's construct) is rendered by nova's own ``basic`` or ``show``.
 
-A request this module cannot answer as nova would gets nova's objects
-and nova's view: :func:`materialize` builds every stashed server as the
-listing did before (``Instance._from_db_object`` of the same row) and
-nova's view runs. That is a request at a microversion newer than
-:data:`MAX_VERSION`, or a row with something the renderer does not take
-(a server without an embedded flavor, a network cache nova's model
-would not read, an instance name template of other fields than the id).
+The listing reads only the instance columns this module renders
+(:data:`ROW_COLUMNS`, and the sort keys). A request this module cannot
+answer as nova would gets nova's objects and nova's view:
+:func:`materialize` reads the rest of each stashed row from its cell
+and builds every stashed server as the listing did before
+(``Instance._from_db_object``), and nova's view runs. That is a
+request at a microversion newer than :data:`MAX_VERSION`, or a row with
+something the renderer does not take (a server without an embedded
+flavor, a network cache nova's model would not read, an instance name
+template of other fields than the id).
 
 Policies are checked as nova's ``detail`` checks them, once per request,
 by nova's rule names through the request context's ``can``.
@@ -64,6 +67,18 @@ MAX_VERSION = '2.104'
 _PROGRESS = frozenset({'ACTIVE', 'BUILD', 'REBUILD', 'RESIZE',
                        'VERIFY_RESIZE', 'MIGRATING'})
 _FAULT = frozenset({'ERROR', 'DELETED'})
+
+#: The instance columns the bodies show or are rendered from, at every
+#: microversion up to :data:`MAX_VERSION` (the listing also reads the
+#: sort keys, and the joins nova asks for).
+ROW_COLUMNS = frozenset({
+    'access_ip_v4', 'access_ip_v6', 'auto_disk_config', 'availability_zone',
+    'config_drive', 'created_at', 'deleted', 'display_description',
+    'display_name', 'host', 'hostname', 'id', 'image_ref', 'kernel_id',
+    'key_name', 'launch_index', 'launched_at', 'locked_by', 'node',
+    'power_state', 'progress', 'project_id', 'ramdisk_id',
+    'reservation_id', 'root_device_name', 'task_state', 'terminated_at',
+    'updated_at', 'user_data', 'user_id', 'uuid', 'vm_state'})
 
 LOG = logging.getLogger(__name__)
 
@@ -153,24 +168,28 @@ class Stash:
     :ivar expected_attrs: what nova asked the listing to load, for
         :func:`materialize`.
     :ivar context: the listing's request context.
+    :ivar partial: the rows hold only the columns this module renders
+        (:func:`materialize` reads the rest).
     """
 
     def __init__(self, context: Any, rows: Sequence[dict[str, Any]],
-                 expected_attrs: Sequence[str]) -> None:
+                 expected_attrs: Sequence[str],
+                 partial: bool = False) -> None:
         self.context = context
         self.rows = {row['uuid']: row for row in rows}
         self.expected_attrs = list(expected_attrs)
+        self.partial = partial
         #: ``fill_faults`` left the faults to the renderer.
         self.faults_deferred = False
 
 
-def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
-    """True if the listing should stash *db_rows* instead of objects.
+def will_stash(filters: Any) -> bool:
+    """True if a listing with *filters* is for this module to render.
 
     Only inside a request the filter's middleware serves, with the
-    option on, when every row is a plain dict, and not for an IP filter
-    (nova's ``get_all`` reads the listed servers' network caches for
-    it).
+    option on, and not for an IP filter (nova's ``get_all`` reads the
+    listed servers' network caches for it). Asked before the listing:
+    its rows may then hold only :data:`ROW_COLUMNS`.
     """
     import nova.conf
 
@@ -181,14 +200,23 @@ def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
     return (state is not None and state.stash is None and
             compat.is_on('render') and
             nova.conf.CONF[conf_mod.GROUP_NAME].api_render_rows and
-            'ip' not in filters and 'ip6' not in filters and
-            all(type(row) is dict for row in db_rows))
+            'ip' not in filters and 'ip6' not in filters)
+
+
+def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
+    """True if the listing should stash *db_rows* instead of objects.
+
+    :func:`will_stash`, and every row a plain dict.
+    """
+    return will_stash(filters) and all(type(row) is dict for row in db_rows)
 
 
 def stash(ctx: Any, db_rows: Sequence[dict[str, Any]],
-          expected_attrs: Sequence[str]) -> Any:
+          expected_attrs: Sequence[str], partial: bool = False) -> Any:
     """An InstanceList of uuid-only servers; the rows go to the state.
 
+    :param partial: the rows hold only :data:`ROW_COLUMNS` and the sort
+        keys of the instance's columns.
     :returns: nova's ``InstanceList``, one ``Instance`` per row with
         its uuid set, in the listing's order.
     """
@@ -197,7 +225,7 @@ def stash(ctx: Any, db_rows: Sequence[dict[str, Any]],
     state = request_state.current()
     if state is None:
         raise RuntimeError('stash() outside a request: call wanted() first')
-    state.stash = Stash(ctx, db_rows, expected_attrs)
+    state.stash = Stash(ctx, db_rows, expected_attrs, partial)
     servers = []
     for row in db_rows:
         server = objects.Instance()
@@ -240,19 +268,31 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
     In place, from the same row, as the listing builds it otherwise
     (``Instance._from_db_object`` with the attributes nova asked for);
     a fault that ``fill_faults`` set is kept, and the faults it left to
-    the renderer are read as it reads them.
+    the renderer are read as it reads them. Partial rows are first
+    completed from their cells (:func:`.view.whole_rows`).
+
+    :raises nova_cellsched.exception.CellReadFailed: a cell did not
+        give its rows again.
     """
     from nova import objects
 
     from nova_cellsched.api import view as view_lookups
 
     expected = [a for a in found.expected_attrs if a != 'fault']
-    for instance in instances:
-        row = found.rows.get(instance.uuid)
-        if row is None or instance.obj_attr_is_set('vm_state'):
-            continue
-        objects.Instance._from_db_object(found.context, instance, row,
-                                         expected_attrs=expected)
+    todo = [instance for instance in instances
+            if instance.uuid in found.rows and
+            not instance.obj_attr_is_set('vm_state')]
+    if found.partial and todo:
+        whole = view_lookups.whole_rows(
+            found.context, [instance.uuid for instance in todo],
+            found.expected_attrs)
+        for instance in todo:
+            found.rows[instance.uuid].update(whole[instance.uuid])
+        found.partial = False
+    for instance in todo:
+        objects.Instance._from_db_object(
+            found.context, instance, found.rows[instance.uuid],
+            expected_attrs=expected)
     state = request_state.current()
     if state is not None:
         state.stash = None

@@ -120,6 +120,9 @@ class RequestState:
     #: The listing's rows for the view to render
     #: (a ``nova_cellsched.api.render.Stash``); None if it built objects.
     stash: Any = None
+    #: While a listing for the renderer runs: the instance columns its
+    #: rows need (``nova_cellsched.api.render.ROW_COLUMNS``); else None.
+    row_columns: frozenset[str] | None = None
 
     def cells_deadline(self, start: Callable[[], Any]) -> Any:
         """The request's deadline (:attr:`deadline`); *start* makes it.

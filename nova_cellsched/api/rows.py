@@ -34,6 +34,12 @@ them.
 
 What it does not know (``fault``, ``pci_devices``, a join added by a
 later nova) is left to nova's loading: :func:`supports` says so.
+
+Given *columns*, a batch reads only those instance columns, and of its
+one-to-one joins only what a server list body shows (the info cache's
+``network_info``, instance_extra's undeferred columns): rows for the
+renderer (``nova_cellsched.api.render``), never for nova's objects.
+:func:`reread` reads the rest of such rows by uuid.
 """
 
 import collections
@@ -85,6 +91,26 @@ def _columns(model: Any) -> tuple[Any, ...]:
                  for prop in sa.inspect(model).column_attrs)
 
 
+def _kept(model: Any, keep: frozenset[str] | None) -> tuple[Any, ...]:
+    """:func:`_columns` of *model* named in *keep* (None: every one)."""
+    return _columns(model) if keep is None else _pruned(model, keep)
+
+
+@functools.cache
+def _pruned(model: Any, keep: frozenset[str]) -> tuple[Any, ...]:
+    return tuple(column for column in _columns(model) if column.key in keep)
+
+
+@functools.cache
+def _labelled(name: str, columns: tuple[Any, ...]) -> tuple[Any, ...]:
+    """*columns* of the join *name*, labelled for the batch's statement.
+
+    Built once: every batch of every cell uses the same labels.
+    """
+    return tuple(column.label('cellsched_%s_%s' % (name, column.key))
+                 for column in columns)
+
+
 def _unique(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """*rows* with each instance once, at its first row.
 
@@ -114,12 +140,22 @@ class Loader:
     what this loader read back into those copies.
     """
 
-    def __init__(self, context: Any, columns_to_join: Sequence[str]) -> None:
+    def __init__(self, context: Any, columns_to_join: Sequence[str],
+                 columns: Iterable[str] | None = None) -> None:
+        """A loader of nova's joins for the batch.
+
+        :param columns_to_join: nova's joins for the batch.
+        :param columns: the instance columns to read (``id`` and
+            ``uuid`` always); None: every column, and the one-to-one
+            joins whole, as nova's objects read them.
+        """
         self.context = context
         self.joins = [c for c in dict.fromkeys(columns_to_join)
                       if c not in _IGNORED]
         self.extra = [c.split('.', 1)[1] for c in self.joins
                       if c.startswith('extra.')]
+        self.columns = (None if columns is None else
+                        frozenset(columns) | {'id', 'uuid'})
         self._manual: dict[str, dict[str, dict[str, Any]]] = {}
 
     def query(self, query: Any, ordered: Callable[[Any], Any]
@@ -132,16 +168,27 @@ class Loader:
         return _Rows(self, query, ordered)
 
     def _one_to_one(self) -> list[tuple[str, tuple[Any, ...]]]:
-        """The one-to-one joins to read, with the columns nova loads."""
+        """The one-to-one joins to read, with the columns nova loads.
+
+        With :attr:`columns`, what a list body shows of them: the
+        cache's ``network_info`` and the undeferred extra columns (and
+        each row's ``id``: NULL where the server has no such row).
+        """
         found = []
         if 'info_cache' in self.joins:
-            found.append(('info_cache', _columns(models.InstanceInfoCache)))
+            found.append(('info_cache', _kept(
+                models.InstanceInfoCache, None if self.columns is None
+                else frozenset({'id', 'network_info'}))))
         if 'extra' in self.joins or self.extra:
             # nova joins instance_extra for an ``extra.<column>`` alone too.
             found.append(('extra', tuple(
                 c for c in _columns(models.InstanceExtra)
-                if not c.property.deferred or c.key in self.extra)))
+                if c.key in self.extra or c.key == 'id' or (
+                    self.columns is None and not c.property.deferred))))
         return found
+
+    def _instance_columns(self) -> tuple[Any, ...]:
+        return _kept(models.Instance, self.columns)
 
     def load(self, query: Any, ordered: Callable[[Any], Any]
              ) -> list[dict[str, Any]]:
@@ -154,10 +201,10 @@ class Loader:
         per join.
         """
         joined = self._one_to_one()
-        columns = _columns(models.Instance)
+        columns = self._instance_columns()
         statement = query.with_entities(*columns, *(
-            column.label('cellsched_%s_%s' % (name, column.key))
-            for name, table_columns in joined for column in table_columns))
+            label for name, table_columns in joined
+            for label in _labelled(name, table_columns)))
         for name, _table_columns in joined:
             statement = statement.outerjoin(getattr(models.Instance, name))
         names = [column.key for column in columns]
@@ -184,7 +231,7 @@ class Loader:
     def _load_separately(self, query: Any) -> list[dict[str, Any]]:
         """The rows of nova's ordered *query*, one query per join."""
         rows = _unique(row._asdict() for row in
-                       query.with_entities(*_columns(models.Instance)))
+                       query.with_entities(*self._instance_columns()))
         self._rest(query.session, rows, ())
         return rows
 
@@ -209,9 +256,11 @@ class Loader:
         found: dict[str, list[dict[str, Any]]] = collections.defaultdict(
             list)
         owner = models.Instance.uuid.label('cellsched_owner')
+        table_columns = (dict(self._one_to_one())[name]
+                         if name == 'info_cache' else _columns(model))
         # No order, as nova's join has none: a server's tags and services
         # come in the order the database gives.
-        query = session.query(owner, *_columns(model)).select_from(
+        query = session.query(owner, *table_columns).select_from(
             models.Instance).join(getattr(models.Instance, name)).filter(
             models.Instance.uuid.in_(uuids))
         for row in query:
@@ -229,14 +278,18 @@ class Loader:
     def _extra(self, session: Any, rows: list[dict[str, Any]],
                uuids: list[str]) -> None:
         """The instance_extra row with the columns nova undefers."""
-        wanted = [c for c in _columns(models.InstanceExtra)
-                  if not c.property.deferred or c.key in self.extra]
+        wanted = [models.InstanceExtra.instance_uuid] + [
+            c for c in dict(self._one_to_one())['extra']
+            if c.key != 'instance_uuid']
         found = {}
         query = session.query(*wanted).filter(
             models.InstanceExtra.instance_uuid.in_(uuids))
         for row in query:
             item = row._asdict()
-            found[item['instance_uuid']] = item
+            owner = item['instance_uuid']
+            if self.columns is not None:
+                del item['instance_uuid']
+            found[owner] = item
         for row in rows:
             row['extra'] = found.get(row['uuid'])
 
@@ -271,6 +324,27 @@ class Loader:
             for row in rows:
                 row[name] = found.get(row['uuid'], {})
         return rows
+
+
+def reread(context: Any, uuids: Sequence[str],
+           columns_to_join: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """uuid -> the whole row of each of *uuids* in *context*'s cell.
+
+    Every instance column (deleted servers too) and the one-to-one joins
+    of *columns_to_join* as nova's objects read them: what a
+    :class:`Loader` given *columns* left out of a row.
+    """
+    loader = Loader(context, [c for c in columns_to_join
+                              if c in ('info_cache', 'extra') or
+                              c.startswith('extra.')])
+    if not uuids:
+        return {}
+    with db_api.get_context_manager(context).reader.using(context):
+        query = db_api.model_query(
+            context, models.Instance, read_deleted='yes').filter(
+            models.Instance.uuid.in_(list(uuids)))
+        return {row['uuid']: row
+                for row in loader.load(query, lambda ordered: ordered)}
 
 
 class _Rows:

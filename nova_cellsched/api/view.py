@@ -79,9 +79,10 @@ LOG = logging.getLogger(__name__)
 #: How many lookups each way answered, in this process.
 #: ``bdms``, ``faults``: lookups read per cell here; ``request_specs``:
 #: specs read from their JSON here; ``request_specs_nova``: specs built
-#: by nova's ``_from_db_object`` within a lookup of ours.
+#: by nova's ``_from_db_object`` within a lookup of ours; ``rows``:
+#: lists whose rows were read whole again for nova's view.
 USED = counters.Counts(('bdms', 'faults', 'request_specs',
-                        'request_specs_nova'))
+                        'request_specs_nova', 'rows'))
 
 
 def _options() -> tuple[bool, bool, bool]:
@@ -142,6 +143,14 @@ class _PerCell:
         return _bdms_in_cell(cctxt, by_cell)
 
     @classmethod
+    def rows(cls, cctxt: Any, by_cell: dict[str, list[str]],
+             columns_to_join: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """This cell's listed servers' whole rows (:func:`whole_rows`)."""
+        from nova_cellsched.api import rows as rows_mod
+        return rows_mod.reread(cctxt, by_cell.get(cctxt.cell_uuid, []),
+                               columns_to_join)
+
+    @classmethod
     def faults(cls, cctxt: Any, by_cell: dict[str, list[str]]) -> Any:
         """nova's latest faults of this cell's listed servers."""
         from nova import objects
@@ -150,9 +159,9 @@ class _PerCell:
 
 
 def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
-                    fn: Callable[..., Any], by_cell: dict[str, list[str]]
-                    ) -> dict[str, Any]:
-    """``fn(cctxt, by_cell)`` in each cell, on the listing's workers.
+                    fn: Callable[..., Any], by_cell: dict[str, list[str]],
+                    *args: Any) -> dict[str, Any]:
+    """``fn(cctxt, by_cell, *args)`` in each cell, on the listing's workers.
 
     :func:`nova_cellsched.api.instance_list.scatter_gather_listed_cells`:
     nova's ``scatter_gather_cells`` answer, within ``[cellsched]
@@ -162,7 +171,7 @@ def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
     # which import this module.
     from nova_cellsched.api import instance_list
     return instance_list.scatter_gather_listed_cells(
-        ctxt, cell_mappings, fn, by_cell)
+        ctxt, cell_mappings, fn, by_cell, *args)
 
 
 def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
@@ -175,6 +184,50 @@ def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
         mappings.setdefault(cell.uuid, cell)
         by_cell.setdefault(cell.uuid, []).append(uuid)
     return mappings, by_cell
+
+
+# Whole rows ---------------------------------------------------------------
+
+def whole_rows(ctxt: Any, uuids: Sequence[str], expected_attrs: Any
+               ) -> dict[str, dict[str, Any]]:
+    """uuid -> each listed server's whole row, read again from its cell.
+
+    Every instance column, and the info cache and instance_extra as
+    nova's objects read them for *expected_attrs*
+    (:func:`nova_cellsched.api.rows.reread`), each cell asked on the
+    listing's workers (:func:`in_listed_cells`).
+
+    :raises nova_cellsched.exception.RowsNotReread: a cell failed or
+        did not answer, or no longer has a server.
+    """
+    from nova import context as nova_context
+
+    from nova_cellsched.api import instance_list
+    from nova_cellsched import exception
+
+    USED.count('rows')
+    cells = _listed(ctxt, uuids)
+    if cells is None:
+        raise exception.RowsNotReread(
+            'unknown', "servers this request's listing did not list")
+    mappings, by_cell = _by_cell(cells, uuids)
+    joins = instance_list.nova_side().columns_to_join(expected_attrs)
+    results = in_listed_cells(ctxt, mappings.values(), _PerCell.rows,
+                              by_cell, joins)
+    found: dict[str, dict[str, Any]] = {}
+    for cell_uuid in mappings:
+        answer = results.get(cell_uuid, nova_context.did_not_respond_sentinel)
+        if answer is nova_context.did_not_respond_sentinel:
+            raise exception.RowsNotReread(cell_uuid, 'no answer in time')
+        if isinstance(answer, Exception):
+            raise exception.RowsNotReread(
+                cell_uuid, exception.driver_reason(answer))
+        missing = set(by_cell[cell_uuid]) - set(answer)
+        if missing:
+            raise exception.RowsNotReread(
+                cell_uuid, 'no row for %d of them' % len(missing))
+        found.update(answer)
+    return found
 
 
 # Faults -------------------------------------------------------------------

@@ -51,6 +51,7 @@ import testtools
 
 from nova_cellsched.api import instance_list
 from nova_cellsched.api import keyset
+from nova_cellsched.api import render
 from nova_cellsched.api import rows
 from nova_cellsched.api import selftest
 from nova_cellsched import compat
@@ -60,6 +61,10 @@ from tests.functional import db as db_fixtures
 
 #: expected_attrs as nova-api's GET /servers/detail asks for them, at
 #: 2.1, 2.16 (services), 2.26 (tags) and 2.73+ (system metadata).
+#: Every column of nova's instances table.
+_INSTANCE_COLUMNS = frozenset(
+    prop.key for prop in sa.inspect(models.Instance).column_attrs)
+
 API_ATTRS = [
     ['metadata', 'info_cache', 'security_groups', 'flavor', 'info_cache',
      'metadata'],
@@ -481,6 +486,52 @@ class PlainRowsTestMixin:
                               cols=cols)
             self.assertEqual(  # type: ignore[attr-defined]
                 [], _differences(theirs, ours)[:10], cols)
+
+    def test_the_renderers_rows_read_again_are_nova_objects(self) -> None:
+        """A batch of the renderer's columns, then the rest by uuid.
+
+        The batch holds the renderer's instance columns and the sort
+        keys, and of its one-to-one joins what the body shows; reading
+        the rest again (``rows.reread``, deleted servers too) gives
+        nova's objects.
+        """
+        spec = instance_list.sort_order(None, None)
+        wanted = render.ROW_COLUMNS | set(spec.keys)
+        for read_deleted in ('no', 'yes'):
+            ctx = self.ctx.elevated(read_deleted=read_deleted)
+            for attrs in API_ATTRS:
+                cols = instance_obj._expected_cols(list(attrs))
+                theirs = self._load(ctx, {}, attrs, False)
+                with nova_context.target_cell(ctx, self.cell) as cctxt:
+                    loader = rows.Loader(cctxt, cols, render.ROW_COLUMNS)
+                    with keyset.paging(None, loader):
+                        found = loader.finish(
+                            db.instance_get_all_by_filters_sort(
+                                cctxt, {}, columns_to_join=[],
+                                sort_keys=list(spec.keys),
+                                sort_dirs=list(spec.dirs)))
+                    self.assertTrue(found)  # type: ignore[attr-defined]
+                    for row in found:
+                        self.assertEqual(  # type: ignore[attr-defined]
+                            wanted, set(row) & set(_INSTANCE_COLUMNS))
+                        if row.get('info_cache'):
+                            self.assertEqual(  # type: ignore
+                                {'id', 'network_info'},
+                                set(row['info_cache']))
+                        if row.get('extra'):
+                            self.assertNotIn(  # type: ignore
+                                'created_at', row['extra'])
+                    whole = rows.reread(cctxt, [r['uuid'] for r in found],
+                                        cols)
+                for row in found:
+                    row.update(whole[row['uuid']])
+                built = instance_obj._make_instance_list(
+                    ctx, objects.InstanceList(), found, list(attrs))
+                ours = [(selftest.canonical(inst.obj_to_primitive()),
+                         sorted(inst.obj_what_changed())) for inst in built]
+                self.assertEqual(  # type: ignore[attr-defined]
+                    [], _differences(theirs, ours)[:10],
+                    (read_deleted, attrs))
 
     def test_joins_it_does_not_know_stay_with_nova(self) -> None:
         """``fault``, ``pci_devices`` and nova's default joins: not ours."""

@@ -237,7 +237,7 @@ class ViewLookupsTestMixin:
             self.assertEqual(  # type: ignore[attr-defined]
                 {'bdms': 0, 'faults': 0,
                  'request_specs': len(written) - by_nova,
-                 'request_specs_nova': by_nova}, used)
+                 'request_specs_nova': by_nova, 'rows': 0}, used)
         # The gone group's hint is dropped, as nova drops it.
         gone = [u for u, shape in written.items() if shape == 'gone group']
         self.assertEqual({'x': ['y']}, ours[1][gone[0]])  # type: ignore

@@ -601,7 +601,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                 self.assertEqual(
                     {'bdms': int(lean), 'faults': int(lean and per_cell),
                      'request_specs': (len(self.servers) - 1) * specs,
-                     'request_specs_nova': int(specs)},
+                     'request_specs_nova': int(specs), 'rows': 0},
                     used, version)
                 servers = {s['name']: s for s in
                            jsonutils.loads(body.content)['servers']}
@@ -625,12 +625,51 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         built by nova's view from nova's objects (the listing's same
         rows), and the bodies are still nova's.
         """
+        from nova_cellsched.api import view
         self.useFixture(fixtures.MockPatchObject(render, 'MAX_VERSION',
                                                  '2.26'))
+        before = view.USED.snapshot()['rows']
         for version in ('2.26', '2.47', '2.96', 'latest'):
             for path in ('/servers', '/servers/detail'):
                 self.assertSameAnswer(path + '?all_tenants=1', version)
         self.assertSameAnswer('/servers/detail?limit=3', 'latest')
+        # The listing read the renderer's columns only; nova's view got
+        # whole rows, read again (2.47, 2.96, latest, the page; twice
+        # each: index and detail but the page).
+        self.assertEqual(7, view.USED.snapshot()['rows'] - before)
+
+    def test_a_cell_failing_to_give_rows_again_fails_the_request(self):
+        """A cell failing between the listing and nova's view: a 500.
+
+        Rows left to nova's view are read whole again from their
+        cells; a cell that fails then is named in the log, the list is
+        not answered, and the next request is answered again.
+        """
+        from oslo_db import exception as db_exc
+
+        from nova_cellsched.api import view
+        self.useFixture(fixtures.MockPatchObject(render, 'MAX_VERSION',
+                                                 '2.26'))
+        logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        cell2 = [cm for cm in objects.CellMappingList.get_all(
+            nova_context.get_admin_context()) if cm.name == 'cell2'][0]
+        rows = view._PerCell.rows.__func__
+
+        def failing(cls, cctxt, by_cell, columns_to_join):
+            if cctxt.cell_uuid == cell2.uuid:
+                raise db_exc.DBConnectionError('cell2 is gone')
+            return rows(cls, cctxt, by_cell, columns_to_join)
+
+        with fixtures.MockPatchObject(view._PerCell, 'rows',
+                                      classmethod(failing)):
+            response = self._get(self.admin_api,
+                                 '/servers/detail?all_tenants=1', True,
+                                 '2.47')
+        self.assertEqual(500, response.status_code)
+        self.assertIn('listed servers of cell %s' % cell2.uuid,
+                      logs.output)
+        self.assertIn('DBConnectionError: cell2 is gone', logs.output)
+        self.assertSameAnswer('/servers/detail?all_tenants=1', '2.47')
 
     def test_api_render_rows_off_is_nova_view(self):
         """``api_render_rows = False``: nova's objects and view."""
