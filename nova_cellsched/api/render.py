@@ -321,7 +321,10 @@ class _Request:
         self.bookmark = view._get_bookmark_link(
             request, '', coll_name.split('/')[0])
         self._flavor_links: dict[str, str] = {}
-        self._image_links: dict[str, str] = {}
+        # NOTE: an image id is the last segment of its href (nova's
+        # get_id_from_href): never a '/' for url_join to strip.
+        self._image_prefix: str = view._image_builder._get_bookmark_link(
+            request, '', 'images')
         self._flavors: dict[str, Any] = {}
         self._std_image_fields: frozenset[str] | None = None
         self._host_ids: dict[tuple[Any, str], str] = {}
@@ -367,12 +370,7 @@ class _Request:
         return link
 
     def image_link(self, image_id: str) -> str:
-        link = self._image_links.get(image_id)
-        if link is None:
-            link = self.view._image_builder._get_bookmark_link(
-                self.request, image_id, 'images')
-            self._image_links[image_id] = link
-        return link
+        return self._image_prefix + image_id
 
     def flavor(self, text: Any) -> dict[str, Any]:
         """The current flavor's fields from instance_extra's JSON."""

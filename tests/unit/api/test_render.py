@@ -149,3 +149,32 @@ class InstanceNameTest(testtools.TestCase):
         self.addCleanup(conf.clear_override, 'instance_name_template')
         self.assertRaises(render.NotRenderable, render._instance_name,
                           {'id': 42, 'uuid': 'u'})
+
+
+class LinksTest(testtools.TestCase):
+    """The request's links, as nova's view builders make them."""
+
+    @hypothesis.given(st.one_of(
+        st.just(''), st.uuids().map(str),
+        st.text(st.characters(blacklist_characters='/',
+                              blacklist_categories=('Cs',)))))
+    @hypothesis.settings(max_examples=50, deadline=None)
+    def test_image_links_are_novas(self, image_id):
+        from nova.api.openstack.compute.views import images
+        from nova.tests.unit.api.openstack import fakes
+
+        class View(common.ViewBuilder):
+            """What the request reads of the servers' view builder."""
+
+            def __init__(self):
+                self._image_builder = images.ViewBuilder()
+
+        for path in ('/v2.1/servers/detail',
+                     '/v2.1/6f70656e737461636b20342065766572/servers'):
+            request = fakes.HTTPRequest.blank(path)
+            view = View()
+            req = render._Request(view, request, 'servers/detail')
+            self.assertEqual(
+                view._image_builder._get_bookmark_link(
+                    request, common.get_id_from_href(image_id), 'images'),
+                req.image_link(common.get_id_from_href(image_id)))
