@@ -271,7 +271,7 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
     the renderer are read as it reads them. Partial rows are first
     completed from their cells (:func:`.view.whole_rows`).
 
-    :raises nova_cellsched.exception.CellReadFailed: a cell did not
+    :raises nova_cellsched.exception.RowsNotReread: a cell did not
         give its rows again.
     """
     from nova import objects
@@ -288,7 +288,6 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
             found.expected_attrs)
         for instance in todo:
             found.rows[instance.uuid].update(whole[instance.uuid])
-        found.partial = False
     for instance in todo:
         objects.Instance._from_db_object(
             found.context, instance, found.rows[instance.uuid],

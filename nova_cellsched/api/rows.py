@@ -37,7 +37,7 @@ later nova) is left to nova's loading: :func:`supports` says so.
 
 Given *columns*, a batch reads only those instance columns, and of its
 one-to-one joins only what a server list body shows (the info cache's
-``network_info``, instance_extra's undeferred columns): rows for the
+``network_info``, the instance_extra columns nova asks for): rows for the
 renderer (``nova_cellsched.api.render``), never for nova's objects.
 :func:`reread` reads the rest of such rows by uuid.
 """
@@ -171,8 +171,9 @@ class Loader:
         """The one-to-one joins to read, with the columns nova loads.
 
         With :attr:`columns`, what a list body shows of them: the
-        cache's ``network_info`` and the undeferred extra columns (and
-        each row's ``id``: NULL where the server has no such row).
+        cache's ``network_info`` and the ``extra.<column>`` columns nova
+        asks for (and each row's ``id``: NULL where the server has no
+        such row).
         """
         found = []
         if 'info_cache' in self.joins:
