@@ -527,9 +527,8 @@ class _Listing(cross_cell.CrossCellLister):
         #: (:func:`get_instance_objects_sorted`).
         state = request_state.current()
         columns = None if state is None else state.row_columns
-        self.row_columns = (
-            None if columns is None or not self.plain_rows
-            else frozenset(columns) | frozenset(spec.keys))
+        self.row_columns = (None if columns is None else
+                            frozenset(columns) | frozenset(spec.keys))
         #: nova's side of the hooks (:func:`nova_side`).
         self.nova = nova_side()
 
@@ -859,10 +858,11 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
     with server_timing.phase('objects'):
         # NOTE: partial rows are for the renderer, even if its option
         # changed during the listing: nova's objects need whole rows.
-        if render.wanted(filters, db_rows) or (
-                partial and all(type(row) is dict for row in db_rows)):
-            instance_list = render.stash(ctx, db_rows, expected_attrs,
-                                         partial)
+        if (partial or render.will_stash(filters)) and all(
+                type(row) is dict for row in db_rows):
+            instance_list = render.stash(
+                ctx, db_rows, expected_attrs,
+                columns_to_join if partial else None)
         else:
             instance_list = nova.instance_objects(ctx, db_rows,
                                                   expected_attrs)

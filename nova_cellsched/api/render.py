@@ -168,17 +168,18 @@ class Stash:
     :ivar expected_attrs: what nova asked the listing to load, for
         :func:`materialize`.
     :ivar context: the listing's request context.
-    :ivar partial: the rows hold only the columns this module renders
-        (:func:`materialize` reads the rest).
+    :ivar reread: the rows hold only the columns this module renders;
+        :func:`materialize` reads the rest with these joins (nova's
+        ``columns_to_join``). None: the rows are whole.
     """
 
     def __init__(self, context: Any, rows: Sequence[dict[str, Any]],
                  expected_attrs: Sequence[str],
-                 partial: bool = False) -> None:
+                 reread: Sequence[str] | None = None) -> None:
         self.context = context
         self.rows = {row['uuid']: row for row in rows}
         self.expected_attrs = list(expected_attrs)
-        self.partial = partial
+        self.reread = reread
         #: ``fill_faults`` left the faults to the renderer.
         self.faults_deferred = False
 
@@ -203,20 +204,14 @@ def will_stash(filters: Any) -> bool:
             'ip' not in filters and 'ip6' not in filters)
 
 
-def wanted(filters: Any, db_rows: Sequence[Any]) -> bool:
-    """True if the listing should stash *db_rows* instead of objects.
-
-    :func:`will_stash`, and every row a plain dict.
-    """
-    return will_stash(filters) and all(type(row) is dict for row in db_rows)
-
-
 def stash(ctx: Any, db_rows: Sequence[dict[str, Any]],
-          expected_attrs: Sequence[str], partial: bool = False) -> Any:
+          expected_attrs: Sequence[str],
+          reread: Sequence[str] | None = None) -> Any:
     """An InstanceList of uuid-only servers; the rows go to the state.
 
-    :param partial: the rows hold only :data:`ROW_COLUMNS` and the sort
-        keys of the instance's columns.
+    :param reread: the rows hold only :data:`ROW_COLUMNS` and the sort
+        keys of the instance's columns, read with these joins (nova's
+        ``columns_to_join``); None: whole rows.
     :returns: nova's ``InstanceList``, one ``Instance`` per row with
         its uuid set, in the listing's order.
     """
@@ -224,8 +219,9 @@ def stash(ctx: Any, db_rows: Sequence[dict[str, Any]],
 
     state = request_state.current()
     if state is None:
-        raise RuntimeError('stash() outside a request: call wanted() first')
-    state.stash = Stash(ctx, db_rows, expected_attrs, partial)
+        raise RuntimeError('stash() outside a request: call will_stash() '
+                           'first')
+    state.stash = Stash(ctx, db_rows, expected_attrs, reread)
     servers = []
     for row in db_rows:
         server = objects.Instance()
@@ -282,10 +278,10 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
     todo = [instance for instance in instances
             if instance.uuid in found.rows and
             not instance.obj_attr_is_set('vm_state')]
-    if found.partial and todo:
+    if found.reread is not None and todo:
         whole = view_lookups.whole_rows(
             found.context, [instance.uuid for instance in todo],
-            found.expected_attrs)
+            found.reread)
         for instance in todo:
             found.rows[instance.uuid].update(whole[instance.uuid])
     for instance in todo:

@@ -188,12 +188,13 @@ def _by_cell(cells: dict[str, Any], uuids: Iterable[str]
 
 # Whole rows ---------------------------------------------------------------
 
-def whole_rows(ctxt: Any, uuids: Sequence[str], expected_attrs: Any
+def whole_rows(ctxt: Any, uuids: Sequence[str],
+               columns_to_join: Sequence[str]
                ) -> dict[str, dict[str, Any]]:
     """uuid -> each listed server's whole row, read again from its cell.
 
     Every instance column, and the info cache and instance_extra as
-    nova's objects read them for *expected_attrs*
+    nova's objects read them for the listing's *columns_to_join*
     (:func:`nova_cellsched.api.rows.reread`), each cell asked on the
     listing's workers (:func:`in_listed_cells`).
 
@@ -202,7 +203,6 @@ def whole_rows(ctxt: Any, uuids: Sequence[str], expected_attrs: Any
     """
     from nova import context as nova_context
 
-    from nova_cellsched.api import instance_list
     from nova_cellsched import exception
 
     USED.count('rows')
@@ -211,9 +211,8 @@ def whole_rows(ctxt: Any, uuids: Sequence[str], expected_attrs: Any
         raise exception.RowsNotReread(
             'unknown', "servers this request's listing did not list")
     mappings, by_cell = _by_cell(cells, uuids)
-    joins = instance_list.nova_side().columns_to_join(expected_attrs)
     results = in_listed_cells(ctxt, mappings.values(), _PerCell.rows,
-                              by_cell, joins)
+                              by_cell, columns_to_join)
     found: dict[str, dict[str, Any]] = {}
     for cell_uuid in mappings:
         answer = results.get(cell_uuid, nova_context.did_not_respond_sentinel)
