@@ -31,8 +31,9 @@ nova's text of it as a unified diff (``---`` tested, ``+++`` running),
 read there by a subprocess (``--source-texts``).
 Then it prints the table of the running nova as a
 ``sources_nova<N>.py`` module. Read each changed source against what it
-is relied on for, adapt the release's adapter (``nova<N>.py``) if
-needed, run the tests, and save the printed module as
+is relied on for, add a version gate to the adapter
+(``nova_cellsched/compat/adapter.py``) where the release does otherwise,
+run the tests, and save the printed module as
 ``nova_cellsched/compat/sources_nova<N>.py`` (the newest point release
 of each series).
 
@@ -99,7 +100,6 @@ def current() -> tuple[dict[str, str], list[str]]:
 
 def module_text(version: str, hashes: dict[str, str]) -> str:
     """A ``sources_nova<N>.py`` for *version*, as Python source."""
-    series = version.split('.')[0]
     lines = [
         '# Licensed under the Apache License, Version 2.0 (the "License");'
         ' you may',
@@ -126,7 +126,6 @@ def module_text(version: str, hashes: dict[str, str]) -> str:
         '"""',
         '',
         'RELEASE = %r' % version,
-        'ADAPTER = %r' % ('nova%s' % series),
         '',
         '#: :attr:`.parts.Source.name` -> :func:`.hashing.source_hash`.',
         'HASHES: dict[str, str] = {',

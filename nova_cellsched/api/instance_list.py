@@ -20,7 +20,7 @@ cell cache, engines and test fixtures apply), every batch is nova's
 ``instance_get_all_by_filters_sort`` (its filters and project scope),
 and the objects are built by nova's ``_make_instance_list``. How the
 running nova release's lister makes those calls is its adapter's
-(:func:`nova_side`, :mod:`nova_cellsched.compat.nova34`).
+(:func:`nova_side`, :mod:`nova_cellsched.compat.adapter`).
 What differs is how the cells are asked and how rows are read:
 
 * every cell's batch runs to completion in a worker, all cells in
@@ -65,7 +65,6 @@ from nova.compute import instance_list as nova_instance_list
 import nova.conf
 from nova import context as nova_context
 from nova import exception as nova_exception
-from nova import utils as nova_utils
 from oslo_log import log as logging
 
 from nova_cellsched.api import driver_advice
@@ -156,29 +155,22 @@ _EXECUTOR_LOCK = threading.Lock()
 
 
 def nova_side() -> Any:
-    """nova's side of the listing: the ``lister`` part's release adapter.
+    """nova's side of the listing: :mod:`nova_cellsched.compat.adapter`.
 
-    :mod:`nova_cellsched.compat.nova34` for nova 34: the cells a listing
-    asks, the marker's row, one cell's batch, a down cell's error, the
-    objects built from the rows, as that nova release's lister does them.
-
-    :raises LookupError: no tested release (no ``sources_nova*.py``).
+    The cells a listing asks, the marker's row, one cell's batch, a down
+    cell's error, the objects built from the rows, as nova's lister does
+    them.
     """
-    return compat.required_adapter('lister')
+    from nova_cellsched.compat import adapter
+
+    return adapter
 
 
 def _threading() -> bool:
-    """Whether nova runs on native threads here, not eventlet's.
+    """Whether nova runs on native threads here, not eventlet's."""
+    from nova_cellsched.compat import adapter
 
-    How nova says so differs by release (nova 31 has only eventlet):
-    the release's adapter (``compat.nova<N>.threading_mode``) knows.
-    """
-    from nova_cellsched.compat import core as compat_core
-
-    adapter = compat_core.release_adapter()
-    if adapter is None:
-        return bool(nova_utils.concurrency_mode_threading())
-    return bool(adapter.threading_mode())
+    return adapter.threading_mode()
 
 
 def request_threads() -> int | None:

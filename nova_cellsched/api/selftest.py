@@ -534,15 +534,10 @@ class _Cases:
 
 
 def _nova_pools() -> list[Any]:
-    """nova's thread pools of this process (its cell worker pool...).
+    """nova's thread pools of this process (its cell worker pool...)."""
+    from nova_cellsched.compat import adapter
 
-    Where nova keeps them differs by release: the release's adapter
-    (``compat.nova<N>.nova_pools``) knows.
-    """
-    from nova_cellsched.compat import core as compat_core
-
-    adapter = compat_core.release_adapter()
-    return [] if adapter is None else list(adapter.nova_pools())
+    return adapter.nova_pools()
 
 
 def _stop_pools_started(before: list[Any]) -> None:
@@ -552,11 +547,10 @@ def _stop_pools_started(before: list[Any]) -> None:
     command's, a test's) starts its pools on first use, as without it.
     """
     from nova_cellsched.api import instance_list
-    from nova_cellsched.compat import core as compat_core
+    from nova_cellsched.compat import adapter
 
     instance_list.shutdown()
-    adapter = compat_core.release_adapter()
-    if adapter is not None and not before and _nova_pools():
+    if not before and _nova_pools():
         # nova's own call before forking workers: every pool stopped,
         # each started again on its next use.
         adapter.reset_nova_pools()

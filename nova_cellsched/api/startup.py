@@ -43,8 +43,8 @@ It only applies where nova's code is the code it was written against
 (the sources of the ``startup`` part, :mod:`nova_cellsched.compat.parts`):
 otherwise nova's own check runs, after one warning saying why; and for a
 service with no API database (nova's single-cell path) nova's own check
-runs. The end of the check, nova's exception, is the release adapter's
-(``nova_cellsched.compat.nova34.raise_if_too_old``).
+runs. The end of the check, nova's exception, is the adapter's
+(``nova_cellsched.compat.adapter.raise_if_too_old``).
 """
 
 from collections.abc import Iterable, Iterator
@@ -62,6 +62,7 @@ from oslo_log import log as logging
 from nova_cellsched.api import driver_advice
 from nova_cellsched.api import instance_list
 from nova_cellsched import compat
+from nova_cellsched.compat import adapter
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 from nova_cellsched import guard
@@ -149,7 +150,7 @@ def raise_if_old_compute() -> None:
     ``startup``).
 
     :raises nova.exception.TooOldComputeService: as nova's does (the
-        release's adapter raises it).
+        adapter raises it).
     """
     if CONF.api_database.connection is None:
         # A cell's own service: nova asks its own cell only.
@@ -181,10 +182,6 @@ def raise_if_old_compute() -> None:
         time.monotonic() - started, timeout))
     if current == 0:
         # No compute anywhere yet: a fresh install.
-        return
-    adapter = compat.adapter('startup')
-    if adapter is None:
-        ORIGINAL()
         return
     adapter.raise_if_too_old(current)
 

@@ -69,6 +69,7 @@ from typing import Any
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from nova_cellsched.api import instance_list
 from nova_cellsched.api import request_state
 from nova_cellsched.api import server_timing
 from nova_cellsched import counters
@@ -167,9 +168,6 @@ def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
     nova's ``scatter_gather_cells`` answer, within ``[cellsched]
     list_cell_timeout`` and off nova's ``cell_worker`` pool.
     """
-    # Imported here: the lister's module imports the release adapters,
-    # which import this module.
-    from nova_cellsched.api import instance_list
     return instance_list.scatter_gather_listed_cells(
         ctxt, cell_mappings, fn, by_cell, *args)
 
@@ -445,9 +443,6 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
     import nova.conf
     from nova import objects
 
-    # Imported here: the lister's module imports the release adapters,
-    # which import this module.
-    from nova_cellsched.api import instance_list
     from nova_cellsched import conf as conf_mod
     from nova_cellsched import guard
 

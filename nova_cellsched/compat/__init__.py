@@ -18,22 +18,20 @@
   those sources (one file per release series; the maintainers'
   ``python -m cellsched_tools.maintainer``, run from a checkout, prints
   a new one);
-- ``nova<N>.py``: per release, only what differs between releases (the
-  copies of nova's code, the release-specific calls);
+- :mod:`.adapter`: nova-cellsched's calls on nova, each written once,
+  with a version gate where releases differ;
 - :mod:`.core`: the one lock, install, restore and check;
 - :mod:`.hashing`: the hasher; :mod:`.checks`: checks beyond hashes.
 
 The contributor guide's "Where nova is touched" is the map.
 """
 
-from nova_cellsched.compat.core import adapter
 from nova_cellsched.compat.core import check
 from nova_cellsched.compat.core import install
 from nova_cellsched.compat.core import is_on
 from nova_cellsched.compat.core import LOCK
 from nova_cellsched.compat.core import on
 from nova_cellsched.compat.core import original
-from nova_cellsched.compat.core import required_adapter
 from nova_cellsched.compat.core import restore
 from nova_cellsched.compat.core import same_function
 from nova_cellsched.compat.core import temporarily
@@ -41,6 +39,5 @@ from nova_cellsched.compat.core import tested
 from nova_cellsched.compat.parts import API_PARTS
 from nova_cellsched.compat.parts import PARTS
 
-__all__ = ['API_PARTS', 'LOCK', 'PARTS', 'adapter', 'check', 'install',
-           'is_on', 'on', 'original', 'required_adapter', 'restore',
-           'same_function', 'temporarily', 'tested']
+__all__ = ['API_PARTS', 'LOCK', 'PARTS', 'check', 'install', 'is_on', 'on',
+           'original', 'restore', 'same_function', 'temporarily', 'tested']

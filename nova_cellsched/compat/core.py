@@ -30,9 +30,8 @@ new file):
 - :func:`original` is nova's own of a replaced attribute, for the
   replacements that fall back to it.
 
-The per-release adapter (``nova34``...) a part's ``adapter:`` targets
-come from is the newest tested release whose sources the part's all
-equal (:func:`adapter`).
+What differs between the releases in nova-cellsched's calls on nova is
+gated in one adapter (:mod:`.adapter`), on the installed nova's version.
 
 A tested release may lack what a part needs (nova 31 and 32 validate no
 server-list response, so the response validation has nothing to do):
@@ -50,7 +49,6 @@ import inspect
 import pkgutil
 import sys
 import threading
-import types
 from typing import Any
 
 from oslo_log import log as logging
@@ -73,17 +71,15 @@ _TABLE_PREFIX = 'sources_nova'
 
 @dataclasses.dataclass(frozen=True)
 class Release:
-    """A tested nova release: its relied-on sources' hashes, its adapter.
+    """A tested nova release: its relied-on sources' hashes.
 
     :ivar version: nova's version, e.g. ``34.0.0``.
-    :ivar adapter: module of this package with the release's adapter.
     :ivar hashes: :attr:`.Source.name` -> :func:`.hashing.source_hash`.
     :ivar lacks: part name -> why this release cannot have it (what of
         nova it lacks, what nova does instead).
     """
 
     version: str
-    adapter: str
     hashes: dict[str, str]
     lacks: dict[str, str] = dataclasses.field(default_factory=dict)
 
@@ -102,8 +98,7 @@ def tested() -> tuple[Release, ...]:
         if info.name.startswith(_TABLE_PREFIX):
             module = importlib.import_module('nova_cellsched.compat.%s'
                                              % info.name)
-            found.append(Release(module.RELEASE, module.ADAPTER,
-                                 dict(module.HASHES),
+            found.append(Release(module.RELEASE, dict(module.HASHES),
                                  dict(getattr(module, 'LACKS', {}))))
     return tuple(sorted(found, key=lambda r: version_key(r.version)))
 
@@ -151,7 +146,6 @@ class _Put:
 @dataclasses.dataclass
 class _On:
     part: parts_mod.Part
-    adapter: str | None
     put: list[_Put]
     asked: bool
 
@@ -190,13 +184,10 @@ def _owner(spec: str) -> Any:
     return hashing.resolve(module, qualname)
 
 
-def _ours(spec: str, adapter_name: str | None) -> Any:
+def _ours(spec: str) -> Any:
     module, _, name = spec.partition(':')
     if module == 'adapter':
-        if adapter_name is None:
-            raise LookupError('no tested release has an adapter for %s'
-                              % spec)
-        module = 'nova_cellsched.compat.%s' % adapter_name
+        module = 'nova_cellsched.compat.adapter'
     return hashing.resolve(module, name)
 
 
@@ -211,30 +202,16 @@ def _value(source: parts_mod.Source) -> Any:
 
 def source_problems(part: parts_mod.Part,
                     releases: Iterable[Release] | None = None
-                    ) -> tuple[list[str], str | None]:
-    """What of *part*'s sources equals no tested version, and its adapter.
+                    ) -> list[str]:
+    """What of *part*'s sources equals no tested version of it.
 
-    :returns: (one line per source that is missing, unreadable or whose
+    :returns: one line per source that is missing, unreadable or whose
         source is not one tested version of it, or one line naming the
         sources and the releases each equals when each equals a tested
-        version but no one release has them all; the adapter module of
-        the newest release whose versions all of them and all the
-        sources of the parts it requires equal, else of the newest
-        release whose versions all of them equal, else of the newest
-        release).
+        version but no one release has them all.
     """
     releases = tuple(tested() if releases is None else releases)
-    problems, fits = _match(part, releases)
-    for name in _with_requirements(part.requires):
-        # NOTE: a part runs with the adapter of what it requires: a part
-        # whose own sources a newer release left unchanged (render on
-        # nova 33) still takes its requirements' release.
-        narrowed = fits & _match(parts_mod.BY_NAME[name], releases)[1]
-        if narrowed:
-            fits = narrowed
-    ordered = sorted(releases, key=lambda r: version_key(r.version))
-    chosen = [r for r in ordered if r.version in fits] or ordered
-    return problems, (chosen[-1].adapter if chosen else None)
+    return _match(part, releases)[0]
 
 
 def releases_matching(names: Iterable[str]) -> list[str]:
@@ -302,8 +279,9 @@ def _no_one_release(equals: dict[str, set[str]],
     """The problem of sources that each equal a tested release, not one.
 
     Such a nova is no tested release (a backport of one function, or a
-    mix of two releases' files): the adapter of any one of them may
-    replace a function of another, so the part stays off. Names each
+    mix of two releases' files): what the part puts in was tested with
+    each release's sources together, never with such a mix, so the part
+    stays off. Names each
     source that some tested release does not share, and the releases
     whose version of it it equals.
     """
@@ -342,22 +320,21 @@ def lacking(name: str, releases: Iterable[Release] | None = None
 
 
 def _own_problems(part: parts_mod.Part,
-                  releases: Iterable[Release] | None = None
-                  ) -> tuple[list[str], str | None]:
+                  releases: Iterable[Release] | None = None) -> list[str]:
     releases = tuple(tested() if releases is None else releases)
-    problems, adapter_name = source_problems(part, releases)
+    problems = source_problems(part, releases)
     if not problems:
         reason = lacking(part.name, releases)
         if reason is not None:
             # Its checks would only repeat what it lacks.
-            return [reason], adapter_name
+            return [reason]
     differs = bool(problems)
     for spec in part.checks:
         if differs and spec in _library_checks():
             # NOTE: they run nova's code, which differs: not the library.
             continue
-        problems.extend(_ours(spec, None)())
-    return problems, adapter_name
+        problems.extend(_ours(spec)())
+    return problems
 
 
 def _library_checks() -> set[str]:
@@ -409,69 +386,14 @@ def check(names: Iterable[str] | None = None,
             problems = []
             for required in part.requires:
                 problems.extend(found[required])
-            problems.extend(_own_problems(part, releases)[0])
+            problems.extend(_own_problems(part, releases))
             found[name] = problems
     return found
 
 
-def adapter(name: str) -> types.ModuleType | None:
-    """The per-release adapter part *name* uses (on or not).
-
-    While the part is on, the one it was installed with; otherwise the
-    one :func:`source_problems` chooses, which reads and hashes the
-    part's sources unless every tested release has the same adapter.
-    None only without any tested release.
-    """
-    adapters = {release.adapter for release in tested()}
-    if name in _ON:
-        chosen = _ON[name].adapter
-    elif len(adapters) == 1:
-        # The only one there is, whatever the sources: no need to read
-        # them (the replacements ask for it outside an install too).
-        (chosen,) = adapters
-    else:
-        chosen = source_problems(parts_mod.BY_NAME[name])[1]
-    if chosen is None:
-        return None
-    return importlib.import_module('nova_cellsched.compat.%s' % chosen)
-
-
-def required_adapter(name: str) -> types.ModuleType:
-    """:func:`adapter`, for a caller that cannot go on without one.
-
-    :raises LookupError: no tested release (no ``sources_nova*.py``
-        in the installed package), which a reinstall fixes.
-    """
-    found = adapter(name)
-    if found is None:
-        raise LookupError('nova-cellsched has no tested nova release '
-                          '(nova_cellsched/compat/sources_nova*.py) for '
-                          'its part %s: reinstall it' % name)
-    return found
-
-
-@functools.lru_cache(maxsize=1)
-def release_adapter() -> types.ModuleType | None:
-    """The adapter of the running nova's series, for what no source pins.
-
-    nova's thread model and where it keeps its worker pools follow the
-    release, not a part's sources: the adapter of the tested release of
-    the installed nova's major version (``nova33`` for 33.0.3), else the
-    newest tested release's. Read from the package metadata, once, so
-    that a listing's worker never hashes sources.
-    """
-    releases = tested()
-    if not releases:
-        return None
-    major = hashing.nova_version().split('.')[0]
-    chosen = [r for r in releases if r.version.split('.')[0] == major]
-    return importlib.import_module('nova_cellsched.compat.%s'
-                                   % (chosen or releases)[-1].adapter)
-
-
 # Installing and restoring -------------------------------------------------
 
-def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
+def _apply(part: parts_mod.Part) -> list[_Put]:
     """Put *part*'s targets into nova, then run its ``on_install``.
 
     All or none: a target or hook that fails takes the targets out.
@@ -483,14 +405,14 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
         for target in part.targets:
             if isinstance(target, parts_mod.Listen):
                 owner = _owner(target.target)
-                ours = _ours(target.listener, adapter_name)
+                ours = _ours(target.listener)
                 put = _Put(target, owner, ours,
                            had=sa.event.contains(owner, target.event, ours))
                 if not put.had:
                     sa.event.listen(owner, target.event, ours)
             elif isinstance(target, parts_mod.Append):
                 owner = getattr(_owner(target.owner), target.attribute)
-                ours = _ours(target.replacement, adapter_name)
+                ours = _ours(target.replacement)
                 if not isinstance(owner, list):
                     raise TypeError(
                         '%s is %s, expected a list'
@@ -515,7 +437,7 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
                 if not had and not isinstance(owner, type):
                     raise AttributeError('%s is missing' % target.name)
                 nova_own = original(target.owner, target.attribute)
-                ours = _ours(target.replacement, adapter_name)
+                ours = _ours(target.replacement)
                 if target.wraps:
                     ours = ours(target.attribute, nova_own)
                 if target.static:
@@ -525,7 +447,7 @@ def _apply(part: parts_mod.Part, adapter_name: str | None) -> list[_Put]:
                 _ORIGINALS[target.name] = (saved if had else nova_own)
             done.append(put)
         for spec in part.on_install:
-            _ours(spec, adapter_name)()
+            _ours(spec)()
     except Exception:
         _undo(done)
         raise
@@ -600,17 +522,16 @@ def install(names: Iterable[str], warn: bool = True
                 found[name] = ['needs %s, which is off' % r
                                for r in missing]
                 continue
-            problems, adapter_name = _own_problems(part)
+            problems = _own_problems(part)
             if not problems:
                 try:
-                    put = _apply(part, adapter_name)
+                    put = _apply(part)
                 except (ImportError, AttributeError, LookupError,
                         TypeError) as exc:
                     problems = ['%s could not be put into nova (%s)'
                                 % (name, exc)]
                 else:
-                    _ON[name] = _On(part, adapter_name, put,
-                                    asked=name in asked)
+                    _ON[name] = _On(part, put, asked=name in asked)
             found[name] = problems
         _release_unneeded()
     if warn:
@@ -700,9 +621,8 @@ def temporarily(name: str) -> Iterator[None]:
             put = None
         else:
             part = parts_mod.BY_NAME[name]
-            adapter_name = source_problems(part)[1]
-            put = _apply(part, adapter_name)
-            _ON[name] = _On(part, adapter_name, put, asked=True)
+            put = _apply(part)
+            _ON[name] = _On(part, put, asked=True)
     try:
         yield
     finally:

@@ -28,10 +28,9 @@ The one declarative list (:data:`PARTS`). Each :class:`Part` names
 :mod:`.core` reads this list and nothing else to check, install and
 restore; ``tests/unit/compat`` proves it complete (every attribute of
 nova that changes on install is declared here). A replacement named
-``adapter:NAME`` is ``NAME`` of the per-release adapter chosen for the
-running nova (:mod:`.nova34` today): the code that differs between
-nova releases lives there, so a new release is a new adapter file and
-a new ``sources_nova*.py``.
+``adapter:NAME`` is ``NAME`` of :mod:`.adapter`, where what differs
+between nova releases is gated; a new release is a new
+``sources_nova*.py`` and, where it does otherwise, a gate there.
 
 Importing this module imports neither nova nor the replacements.
 """
@@ -66,7 +65,7 @@ class Swap:
 
     :ivar owner: ``module`` or ``module:Class`` (a class of it).
     :ivar replacement: ``module:name`` of ours, or ``adapter:name``
-        (of the per-release adapter).
+        (of :mod:`.adapter`).
     :ivar wraps: *replacement* is a factory, called once at install
         with (attribute, nova's original) and answering what is put in.
     :ivar static: put in as a ``staticmethod``.
@@ -226,12 +225,12 @@ PARTS: tuple[Part, ...] = (
                    'the default order and uuid appended (sort_order)'),
             Source('nova.compute.instance_list', 'InstanceLister',
                    'its marker lookup and batch read, which ours repeats '
-                   '(nova34.marker_row, batch)'),
+                   '(adapter.marker_row, batch)'),
             Source('nova.compute.multi_cell_list', 'RecordSortContext',
                    'keeps the sort keys and directions as given'),
             Source('nova.compute.multi_cell_list', 'CrossCellLister',
                    'down cells and their error, which ours repeats '
-                   '(nova34.not_responding); the cells_* properties its '
+                   '(adapter.not_responding); the cells_* properties its '
                    'callers read'),
             Source('nova.compute.api', 'API.get_all',
                    'calls get_instance_objects_sorted through the module '
@@ -531,7 +530,7 @@ PARTS: tuple[Part, ...] = (
             Source('nova.utils', 'raise_if_old_compute',
                    'replaced while nova-api builds its application: ours '
                    'keeps its scope, its zero for no compute and its '
-                   'TooOldComputeService (nova34.raise_if_too_old)'),
+                   'TooOldComputeService (adapter.raise_if_too_old)'),
             Source('nova.objects.service', 'get_minimum_version_all_cells',
                    'its minimum: zero and None versions, and cells that do '
                    'not answer, left out'),

@@ -22,7 +22,6 @@ version of those tables, hash for hash (nova 33's differences from
 """
 
 RELEASE = '31.3.1'
-ADAPTER = 'nova31'
 
 #: Part -> what nova 31 lacks that it needs (:func:`.core.lacking`):
 #: on a nova whose sources of the part equal these, it stays off and

@@ -20,7 +20,6 @@ are nova 34.0.0's, hash for hash.
 """
 
 RELEASE = '33.0.2'
-ADAPTER = 'nova33'
 
 #: :attr:`.parts.Source.name` -> :func:`.hashing.source_hash`.
 HASHES: dict[str, str] = {

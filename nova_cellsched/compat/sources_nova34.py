@@ -16,7 +16,6 @@ Printed by ``python -m cellsched_tools.maintainer``; data only.
 """
 
 RELEASE = '34.0.0'
-ADAPTER = 'nova34'
 
 #: :attr:`.parts.Source.name` -> :func:`.hashing.source_hash`.
 HASHES: dict[str, str] = {

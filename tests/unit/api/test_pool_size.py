@@ -54,7 +54,7 @@ class TestExecutor(test.NoDBTestCase):
     def uwsgi(self, threads):
         """nova-api in uwsgi with *threads* threads, nova on native threads.
 
-        Whether nova runs on native threads is the release adapter's
+        Whether nova runs on native threads is the adapter's
         answer (nova 31 has eventlet only): set here, on every release.
         """
         self.useFixture(fixtures.MonkeyPatch(

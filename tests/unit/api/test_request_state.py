@@ -38,7 +38,7 @@ from tests.unit.api import cells
 def _threading():
     """Whether nova runs on native threads in this process.
 
-    The release adapter's answer (nova 31 has no threading mode and no
+    The adapter's answer (nova 31 has no threading mode and no
     ``concurrency_mode_threading``; it always runs on eventlet).
     """
     return instance_list._threading()

@@ -17,18 +17,19 @@ import importlib
 import inspect
 import logging
 import sys
-import types
 
 import fixtures
 import nova.conf
 from nova import context as nova_context
 from nova import objects
 from oslo_config import fixture as config_fixture
+from oslo_utils.fixture import uuidsentinel as uuids
 from oslotest import base
 import sqlalchemy as sa
 
 import nova_cellsched.api as cellsched_api
 from nova_cellsched import compat
+from nova_cellsched.compat import adapter
 from nova_cellsched.compat import core
 from nova_cellsched.compat import parts
 from tests import releases
@@ -68,17 +69,12 @@ def _listeners():
     return {(t.target, t.event) for p in parts.PARTS for t in p.targets
             if isinstance(t, parts.Listen) and sa.event.contains(
                 core._owner(t.target), t.event,
-                core._ours(t.listener, None))}
+                core._ours(t.listener))}
 
 
 def _running_table():
     """The tested table of the running nova (say 34.0.0)."""
     return releases.running_table()
-
-
-def _running_adapter():
-    """The running nova's adapter module's name (say ...compat.nova34)."""
-    return 'nova_cellsched.compat.' + _running_table().adapter
 
 
 def _later_point_release():
@@ -156,16 +152,13 @@ class TestMatchedAsASet(_Base):
         """Another tested release with another ``detail``: ours passes.
 
         The running nova's source equals its own release's version only
-        (34.0.0 on nova 34); the part fits, and its adapter is the one of
-        the release whose versions all its sources equal.
+        (34.0.0 on nova 34); the part fits.
         """
         name = VIEWS + '.ViewBuilder.detail'
         self._with_release('35.0.0', {name: 'f' * 64})
         self.assertEqual({'lister': [], 'guard': [], 'keyset': [],
                           'view': []},
                          compat.check(['view']))
-        self.assertEqual(_running_adapter(),
-                         compat.adapter('view').__name__)
         self.assertEqual([releases.NOVA_VERSION],
                          core.releases_matching(['view']))
         self.assertEqual([releases.NOVA_VERSION, '35.0.0'],
@@ -184,52 +177,41 @@ class TestMatchedAsASet(_Base):
 
 
     def test_a_table_per_release_is_found(self):
-        """Every ``sources_nova*.py``, oldest first, each with its adapter.
+        """Every ``sources_nova*.py``, oldest first.
 
-        Each table has a hash for every relied-on source, and each
-        adapter has every function the parts take from an adapter.
+        Each table has a hash for every relied-on source, and the adapter
+        has every function the parts take from it.
         """
         self.assertEqual(['31.3.1', '32.2.1', '33.0.2', '34.0.0'],
                          [r.version for r in core.tested()])
-        self.assertEqual(['nova31', 'nova32', 'nova33', 'nova34'],
-                         [r.adapter for r in core.tested()])
         names = {s.name for s in parts.all_sources()}
         needed = {t.replacement.split(':')[1] for p in parts.PARTS
                   for t in p.targets
                   if getattr(t, 'replacement', '').startswith('adapter:')}
         needed |= {'raise_if_too_old', 'threading_mode', 'nova_pools',
                    'reset_nova_pools'}
+        self.assertEqual(set(), {n for n in needed
+                                 if not callable(getattr(adapter, n, None))})
         for release in core.tested():
             self.assertEqual(names, set(release.hashes), release.version)
-            adapter = importlib.import_module(
-                'nova_cellsched.compat.%s' % release.adapter)
-            self.assertEqual(set(), {n for n in needed
-                                     if not callable(getattr(adapter, n,
-                                                             None))},
-                             release.adapter)
             self.assertLessEqual(set(release.lacks), set(parts.BY_NAME))
 
     def test_a_source_equal_to_an_older_release_passes(self):
         """Matched as a set: an older release's version of a source passes.
 
         nova's ``target_cell`` taken out of the running release's table
-        and an older tested release (adapter ``nova33``) whose versions
-        the running sources all equal: the lister (and what needs it)
-        stays on, with the adapter of that release, the newest whose
-        versions all its sources equal.
+        and an older tested release whose versions the running sources
+        all equal: the lister (and what needs it) stays on.
         """
         name = 'nova.context.target_cell'
         running = _running_table()
         changed = dataclasses.replace(
             running, hashes=dict(running.hashes, **{name: 'f' * 64}))
-        older = dataclasses.replace(running, version='30.9.9',
-                                    adapter='nova33', lacks={})
+        older = dataclasses.replace(running, version='30.9.9', lacks={})
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.compat.core.tested', lambda: (older, changed)))
         self.assertEqual([], compat.check(['lister'])['lister'])
         self.assertEqual(['30.9.9'], core.releases_matching(['lister']))
-        self.assertEqual('nova_cellsched.compat.nova33',
-                         compat.adapter('lister').__name__)
 
     def test_sources_of_two_releases_but_no_one_release_are_off(self):
         """Each source equals a tested release's, none has them all: off.
@@ -272,39 +254,52 @@ class TestMatchedAsASet(_Base):
         self.assertIn('To fix: install the nova-cellsched release tested '
                       'with this nova', said)
 
-    def test_the_adapter_is_the_release_whose_versions_all_equal(self):
-        """Each part's adapter: the newest release its sources all equal.
-
-        The running release is always one of them (its own table), and
-        on the newest tested release (nova 34) every part's adapter is
-        its own. On an older one, a part whose sources a newer release
-        left unchanged takes the newer adapter (the scheduler's request
-        filter on nova 33 takes nova34's, say).
-        """
-        newest = core.tested()[-1]
+    def test_the_running_release_matches_every_part(self):
+        """Its own table: every part's sources equal the running release's."""
         for part in parts.PARTS:
-            matching = core.releases_matching([part.name])
-            self.assertIn(releases.NOVA_VERSION, matching, part.name)
-            (chosen,) = [r.adapter for r in core.tested()
-                         if r.version == matching[-1]]
-            self.assertEqual('nova_cellsched.compat.' + chosen,
-                             compat.adapter(part.name).__name__, part.name)
-            if releases.NOVA_VERSION == newest.version:
-                self.assertEqual(newest.adapter, chosen, part.name)
+            self.assertIn(releases.NOVA_VERSION,
+                          core.releases_matching([part.name]), part.name)
 
 
-    def test_the_release_adapter_is_the_running_series(self):
-        """Thread model and pools: by nova's version, not by sources."""
-        core.release_adapter.cache_clear()
-        self.addCleanup(core.release_adapter.cache_clear)
-        for version, adapter in (('33.0.9', 'nova33'), ('31.0.0', 'nova31'),
-                                 ('35.0.0', 'nova34')):
-            core.release_adapter.cache_clear()
-            with fixtures.MonkeyPatch(
-                    'nova_cellsched.compat.hashing.nova_version',
-                    lambda v=version: v):
-                self.assertEqual('nova_cellsched.compat.' + adapter,
-                                 core.release_adapter().__name__)
+class TestAdapterGates(base.BaseTestCase):
+    """The adapter's gates: by nova's version, at the point of difference."""
+
+    def test_the_gate_is_novas_major_version(self):
+        self.assertEqual(33, adapter._major('33.0.9'))
+        self.assertEqual(31, adapter._major('31.0.0.0rc1'))
+        self.assertEqual(int(releases.NOVA_VERSION.split('.')[0]),
+                         adapter.NOVA)
+
+    def test_a_nova_without_a_version_takes_the_newest_path(self):
+        self.assertGreater(adapter._major('unknown'),
+                           int(core.tested()[-1].version.split('.')[0]))
+
+    def test_novas_thread_model_is_the_one_it_runs(self):
+        """Green threads exactly when eventlet has patched ``threading``."""
+        patched = 'eventlet' in sys.modules and sys.modules[
+            'eventlet'].patcher.is_monkey_patched('thread')
+        self.assertEqual(not patched, adapter.threading_mode())
+
+    def test_novas_pools_are_found_and_stopped(self):
+        """A pool nova starts is seen, and stopped with nova's own calls.
+
+        nova 31 keeps no pool (a green thread per call); from nova 32 its
+        ``scatter_gather_cells`` starts its cell worker pool, wherever
+        that release keeps it.
+        """
+        cell = objects.CellMapping(
+            uuid=uuids.cell, name='cell', transport_url='none:///',
+            database_connection='sqlite://')
+        self.assertEqual(
+            {uuids.cell: 42}, nova_context.scatter_gather_cells(
+                nova_context.get_admin_context(), [cell], 30,
+                lambda cctxt: 42))
+        if adapter.NOVA < 32:
+            self.assertEqual([], adapter.nova_pools())
+            return
+        self.assertNotEqual([], adapter.nova_pools())
+        adapter.reset_nova_pools()
+        self.assertEqual([], adapter.nova_pools())
 
 
 class TestLackingRelease(_Base):
@@ -494,35 +489,15 @@ class TestRestoreAndCompleteness(_Base):
 
 
 class TestAdapterHooks(_Base):
-    """What differs by release is read from the adapter the part uses.
+    """The listing's calls on nova go through the one adapter."""
 
-    A second tested release (a later point release of the running one,
-    34.0.5 on nova 34.0.0, every source as the running one's) whose
-    adapter is the running release's but for one function: being the
-    newest release the sources equal, its adapter is the one chosen,
-    and the lister's calls on nova are its.
-    """
+    def _adapter_with(self, **changed):
+        for name, value in changed.items():
+            self.useFixture(fixtures.MonkeyPatch(
+                'nova_cellsched.compat.adapter.' + name, value))
+        return adapter
 
-    def _release_with(self, **changed):
-        tested = _running_table()
-        running = importlib.import_module(_running_adapter())
-        name = 'nova_cellsched.compat.nova_test'
-        module = types.ModuleType(name)
-        vars(module).update({key: value
-                             for key, value in vars(running).items()
-                             if not key.startswith('__')})
-        vars(module).update(changed)
-        sys.modules[name] = module
-        self.addCleanup(sys.modules.pop, name, None)
-        other = dataclasses.replace(tested, version=_later_point_release(),
-                                    adapter='nova_test')
-        # Only these two are tested meanwhile: on an older release, a
-        # newer one whose sources equal it would be chosen otherwise.
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.compat.core.tested', lambda: (tested, other)))
-        return module
-
-    def test_the_listing_asks_nova_through_the_chosen_adapter(self):
+    def test_the_listing_asks_nova_through_the_adapter(self):
         from nova_cellsched.api import instance_list
 
         asked = []
@@ -536,7 +511,7 @@ class TestAdapterHooks(_Base):
             asked.append('all cells')
             return []
 
-        module = self._release_with(cells_to_list=cells_to_list,
+        module = self._adapter_with(cells_to_list=cells_to_list,
                                     all_cells=all_cells)
         self.assertIs(module, instance_list.nova_side())
         # nova's module calls ours for the rows, as in nova-api.
@@ -552,10 +527,10 @@ class TestAdapterHooks(_Base):
         from nova_cellsched import gather
 
         def not_responding(cell_uuid):
-            return RuntimeError('cell %s: down, as nova %s says' %
-                                (cell_uuid, _later_point_release()))
+            return RuntimeError('cell %s: down, as the adapter says'
+                                % cell_uuid)
 
-        self._release_with(not_responding=not_responding)
+        self._adapter_with(not_responding=not_responding)
         self.useFixture(config_fixture.Config(CONF)).config(
             list_records_by_skipping_down_cells=False, group='api')
         cells = instance_list.CellsLister()
@@ -563,19 +538,17 @@ class TestAdapterHooks(_Base):
                                               error=OSError('gone')))
         error = self.assertRaises(RuntimeError, instance_list.check_down,
                                   cells, False)
-        self.assertEqual('cell cell-1: down, as nova %s says'
-                         % _later_point_release(), str(error))
+        self.assertEqual('cell cell-1: down, as the adapter says',
+                         str(error))
 
-    def test_the_request_filter_entry_is_the_same_whatever_the_adapter(self):
-        """No adapter holds the entry: whichever release's adapter the
-        parts use, nova's list gets ``request_filter.nova_entry``, once,
-        and nova's tracing names it as nova names its own filters.
+    def test_the_request_filter_entry_is_registered_once(self):
+        """nova's list gets ``request_filter.nova_entry``, once, and nova's
+        tracing names it as nova names its own filters.
         """
         from nova.scheduler import request_filter as nova_rf
 
         from nova_cellsched.scheduler import request_filter
 
-        self._release_with()
         self.useFixture(fixtures.MonkeyPatch(
             'nova.scheduler.request_filter.ALL_REQUEST_FILTERS',
             list(nova_rf.ALL_REQUEST_FILTERS)))
