@@ -21,21 +21,21 @@ Install the nova release, then run::
 it there beside the default one's nova, then that release's tests.)
 
 It prints, for each relied-on source (:data:`.parts.PARTS`) that equals
-no version in the tested releases' tables (or in release *MAJOR*'s
-alone), what each part relies on it for, and the parts that would be
-off on this nova (what ``nova-cellsched check`` finds: the parts'
-checks, libraries' behaviours among them, run too). With
-``--tested-python``, the Python of a virtualenv holding a tested nova
-(the default venv's nova 34), each such source is shown beside that
-nova's text of it as a unified diff (``---`` tested, ``+++`` running),
-read there by a subprocess (``--source-texts``).
-Then it prints the table of the running nova as a
-``sources_nova<N>.py`` module. Read each changed source against what it
-is relied on for, add a version gate to the adapter
+no tested version (or none of release *MAJOR*'s alone), what each part
+relies on it for, and the parts that would be off on this nova (what
+``nova-cellsched check`` finds: the parts' checks, libraries' behaviours
+among them, run too). With ``--tested-python``, the Python of a
+virtualenv holding a tested nova (the default venv's nova 34), each
+such source is shown beside that nova's text of it as a unified diff
+(``---`` tested, ``+++`` running), read there by a subprocess
+(``--source-texts``).
+Then it prints the one table of relied-on sources
+(``nova_cellsched/compat/sources.py``) with the running nova added
+(:func:`table_text`), or writes it to ``--table``'s file. Read each
+changed source against what it is relied on for, write the comment
+above each new version, add a version gate to the adapter
 (``nova_cellsched/compat/adapter.py``) where the release does otherwise,
-run the tests, and save the printed module as
-``nova_cellsched/compat/sources_nova<N>.py`` (the newest point release
-of each series).
+run the tests, and save the table.
 
 Exit status, as nova-manage's: 0 when the running nova is a tested
 release with exactly its tested sources, 1 otherwise (a source differs,
@@ -51,6 +51,7 @@ import json
 import logging
 import os
 import pprint
+import re
 import shutil
 import subprocess
 import sys
@@ -98,43 +99,101 @@ def current() -> tuple[dict[str, str], list[str]]:
     return hashes, problems
 
 
-def module_text(version: str, hashes: dict[str, str]) -> str:
-    """A ``sources_nova<N>.py`` for *version*, as Python source."""
-    lines = [
-        '# Licensed under the Apache License, Version 2.0 (the "License");'
-        ' you may',
-        '# not use this file except in compliance with the License. You '
-        'may obtain',
-        '# a copy of the License at',
-        '#',
-        '#      http://www.apache.org/licenses/LICENSE-2.0',
-        '#',
-        '# Unless required by applicable law or agreed to in writing, '
-        'software',
-        '# distributed under the License is distributed on an "AS IS" '
-        'BASIS, WITHOUT',
-        '# WARRANTIES OR CONDITIONS OF ANY KIND, either express or '
-        'implied. See the',
-        '# License for the specific language governing permissions and '
-        'limitations',
-        '# under the License.',
-        '',
-        '"""The relied-on sources as tested with nova %s.' % version,
-        '',
-        'Printed by ``python -m cellsched_tools.maintainer``; data '
-        'only.',
-        '"""',
-        '',
-        'RELEASE = %r' % version,
-        '',
-        '#: :attr:`.parts.Source.name` -> :func:`.hashing.source_hash`.',
-        'HASHES: dict[str, str] = {',
-    ]
-    for name, digest in hashes.items():
-        lines.append('    %r:' % name)
-        lines.append('        %r,' % digest)
-    lines.append('}')
-    return '\n'.join(lines) + '\n'
+#: ``    'source': {`` (a long one with ruff's E501 waived on its line).
+_SOURCE = re.compile(r"^    '([^']+)': \{(  # noqa: E501)?$")
+#: ``        'hash':`` of a tested version, then its releases' line.
+_HASH = re.compile(r"^        '([0-9a-f]{64})':$")
+_RELEASES_LINE = re.compile(r'^RELEASES: tuple\[str, \.\.\.\] = \(.*\)$')
+
+
+def _versions_line(versions: Iterable[str]) -> str:
+    ordered = sorted(versions, key=core.version_key)
+    if len(ordered) == 1:
+        return '            (%r,),' % ordered[0]
+    return '            (%s),' % ', '.join(repr(v) for v in ordered)
+
+
+def _noqa(line: str) -> str:
+    return line + '  # noqa: E501' if len(line) > 79 else line
+
+
+def table_text(version: str, hashes: dict[str, str], text: str) -> str:
+    """:mod:`nova_cellsched.compat.sources` (*text*) with *version* added.
+
+    The release of *version*'s series tested so far, if any, is taken
+    out first (a series keeps its newest point release). Each source's
+    hash in *hashes* then gains *version* where a tested version has
+    it; a version no release had is added after the source's others,
+    under a comment to write: what differs and why what the part
+    relies on holds. A source the table lacks is added at its end.
+    Comments stay where they are; a version no release has any more
+    goes, with the comment above it.
+    """
+    series = version.split('.')[0]
+    lines = text.split('\n')
+    releases: list[str] = []
+    for index, line in enumerate(lines):
+        if _RELEASES_LINE.match(line):
+            releases = [v for v in re.findall(r"'([^']+)'", line)
+                        if v.split('.')[0] != series] + [version]
+            releases.sort(key=core.version_key)
+            lines[index] = 'RELEASES: tuple[str, ...] = (%s)' % ', '.join(
+                repr(v) for v in releases)
+    out: list[str] = []
+    seen: set[str] = set()
+    source: str | None = None
+    added = False
+    comment: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        found = _SOURCE.match(line)
+        if found:
+            source, added = found.group(1), False
+            seen.add(source)
+        elif source is not None and line.startswith('        #'):
+            comment.append(line)
+            index += 1
+            continue
+        elif source is not None and _HASH.match(line):
+            digest = _HASH.match(line).group(1)  # type: ignore[union-attr]
+            having = {v for v in re.findall(r"'([^']+)'", lines[index + 1])
+                      if v.split('.')[0] != series}
+            if hashes.get(source) == digest:
+                having.add(version)
+                added = True
+            if having:
+                out.extend(comment)
+                out.append(line)
+                out.append(_versions_line(having))
+            comment = []
+            index += 2
+            continue
+        elif source is not None and line == '    },':
+            if source in hashes and not added:
+                out.append('        # nova %s: what differs, and why what '
+                           'its part relies on holds.' % series)
+                out.append("        %r:" % hashes[source])
+                out.append(_versions_line([version]))
+            source = None
+        elif line == '}' and source is None and seen:
+            for name in hashes:
+                if name not in seen:
+                    out.append(_noqa('    %r: {' % name))
+                    out.append("        %r:" % hashes[name])
+                    out.append(_versions_line([version]))
+                    out.append('    },')
+            seen = set()
+        out.append(line)
+        index += 1
+    return '\n'.join(out)
+
+
+def _table_path() -> str:
+    """The installed table's file (``nova_cellsched/compat/sources.py``)."""
+    from nova_cellsched.compat import sources
+
+    return str(sources.__file__)
 
 
 def _where(filename: str, line: int) -> str:
@@ -303,7 +362,7 @@ def parts_off(changed: Iterable[str],
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG, description="What of nova's relied-on sources differs "
-        'on the running nova, and its sources_nova<N>.py table.')
+        'on the running nova, and the table with it added.')
     parser.add_argument(
         '--tested-python', metavar='PYTHON',
         help='Python of a virtualenv with a tested nova (e.g. the default '
@@ -315,7 +374,8 @@ def _parser() -> argparse.ArgumentParser:
              'were the only one; default: every tested release.')
     parser.add_argument(
         '--table', metavar='PATH',
-        help='Write the running nova\'s sources_nova<N>.py table there '
+        help='Write the table of relied-on sources with the running '
+             "nova's added (nova_cellsched/compat/sources.py) there "
              'instead of printing it.')
     parser.add_argument(
         '--source-texts', nargs='*', metavar='NAME',
@@ -398,10 +458,12 @@ def _main(args: argparse.Namespace, write: Callable[[str], Any]) -> int:
                 'expected --tested-python to run a tested nova (%s), got '
                 'nova %s in %s' % (', '.join(r.version for r in releases),
                                    theirs['nova'], args.tested_python))
+    with open(_table_path()) as handle:
+        table = table_text(version, hashes, handle.read())
     if args.table:
         try:
             with open(args.table, 'w') as handle:
-                handle.write(module_text(version, hashes))
+                handle.write(table)
         except OSError as exc:
             raise BadInput('expected --table to be a file to write, got %s '
                            '(%s)' % (args.table, exc.strerror))
@@ -421,14 +483,13 @@ def _main(args: argparse.Namespace, write: Callable[[str], Any]) -> int:
         '%s (%s)' % item for item in off.items()) or 'none'))
     if theirs is not None and changed:
         _write_side_by_side(theirs, changed, version, write)
-    destination = 'nova_cellsched/compat/sources_nova%s.py' % (
-        version.split('.')[0])
+    destination = 'nova_cellsched/compat/sources.py'
     if args.table:
-        write('# The table of nova %s: %s (save as %s once the tests '
+        write('# The table with nova %s: %s (save as %s once the tests '
               'pass)\n' % (version, args.table, destination))
     else:
         write('# Save as %s once the tests pass:\n' % destination)
-        write(module_text(version, hashes))
+        write(table)
     return 0 if not unreadable and known == hashes else 1
 
 

@@ -32,12 +32,12 @@ NOVA_VERSION = importlib.metadata.version('nova')
 NOVA_MAJOR = int(NOVA_VERSION.split('.')[0])
 
 # The nova releases the nova-api filter is built and tested for
-# (nova_cellsched/compat/sources_nova31.py to sources_nova34.py).
+# (nova_cellsched/compat/sources.py).
 NOVA_API_MAJORS = (31, 32, 33, 34)
 
 NOVA_API_SKIP = (
     'the nova-api filter is tested with nova %s only (nova_cellsched/'
-    'compat/sources_nova*.py); nova %s is none of them'
+    'compat/sources.py); nova %s is none of them'
     % (', '.join(str(m) for m in NOVA_API_MAJORS), NOVA_VERSION))
 
 

@@ -14,10 +14,10 @@
 
 - :mod:`.parts`: the declarative list of what nova-cellsched replaces
   in nova (target, replacement, the nova sources it relies on and why);
-- ``sources_nova<N>.py``: per tested nova release, the hash of each of
-  those sources (one file per release series; the maintainers'
-  ``python -m cellsched_tools.maintainer``, run from a checkout, prints
-  a new one);
+- :mod:`.sources`: the one table of those sources' tested versions
+  (source -> hash -> the releases that have it; the maintainers'
+  ``python -m cellsched_tools.maintainer``, run from a checkout, adds a
+  release);
 - :mod:`.adapter`: nova-cellsched's calls on nova, each written once,
   with a version gate where releases differ;
 - :mod:`.core`: the one lock, install, restore and check;

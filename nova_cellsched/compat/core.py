@@ -12,9 +12,8 @@
 
 """One lock, one install, one restore, one check for every part.
 
-Reads :data:`.parts.PARTS` and the tested releases' tables
-(``sources_nova*.py`` in this package, found by name, so a release is a
-new file):
+Reads :data:`.parts.PARTS` and the table of the tested releases'
+relied-on sources (:mod:`.sources`):
 
 - :func:`check` says, per part, what differs from every tested nova: a
   relied-on source passes if it equals *any* tested version of it, so an
@@ -46,7 +45,6 @@ import dataclasses
 import functools
 import importlib
 import inspect
-import pkgutil
 import sys
 import threading
 from typing import Any
@@ -65,9 +63,6 @@ LOCK = threading.RLock()
 HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
               '(maintainers: python -m cellsched_tools.maintainer, in '
               'a checkout, lists what changed)')
-
-_TABLE_PREFIX = 'sources_nova'
-
 
 @dataclasses.dataclass(frozen=True)
 class Release:
@@ -92,20 +87,16 @@ def version_key(version: str) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=1)
 def tested() -> tuple[Release, ...]:
-    """Every tested release, oldest first (``sources_nova*.py``)."""
-    found = []
-    for info in pkgutil.iter_modules(_package_path()):
-        if info.name.startswith(_TABLE_PREFIX):
-            module = importlib.import_module('nova_cellsched.compat.%s'
-                                             % info.name)
-            found.append(Release(module.RELEASE, dict(module.HASHES),
-                                 dict(getattr(module, 'LACKS', {}))))
-    return tuple(sorted(found, key=lambda r: version_key(r.version)))
+    """Every tested release, oldest first (:mod:`.sources`)."""
+    from nova_cellsched.compat import sources
 
-
-def _package_path() -> list[str]:
-    package = importlib.import_module('nova_cellsched.compat')
-    return list(package.__path__)
+    return tuple(
+        Release(version,
+                {name: digest for name, versions in sources.HASHES.items()
+                 for digest, having in versions.items()
+                 if version in having},
+                dict(sources.LACKS.get(version, {})))
+        for version in sorted(sources.RELEASES, key=version_key))
 
 
 def nova_chooses_threads() -> None:

@@ -12,8 +12,8 @@
 
 """The hasher: one SHA-256 per relied-on source, stable across moves.
 
-:func:`source_hash` is what the per-release tables
-(``sources_nova*.py``) hold for each relied-on source: the SHA-256 of
+:func:`source_hash` is what the table of tested versions
+(:mod:`.sources`) holds for each relied-on source: the SHA-256 of
 its parsed code (:func:`canonical`: the syntax tree, docstrings, comments
 and positions left out), so that moving a function, reindenting it as a
 whole, editing a comment or a docstring is not a change, and any edit

@@ -17,8 +17,8 @@ The one declarative list (:data:`PARTS`). Each :class:`Part` names
 - its **targets**: every attribute of nova (or listener of SQLAlchemy,
   or entry of a nova list) it puts something of its own into, and what;
 - its **sources**: every nova function, class or value whose code it
-  relies on beyond the signature, and why. Their hashes per tested nova
-  release are in ``sources_nova*.py``; a part is on only if each of its
+  relies on beyond the signature, and why. The hashes of their tested
+  versions are in :mod:`.sources`; a part is on only if each of its
   sources equals one tested version, all of one tested release. What
   it relies on of a library is a behaviour check (``checks``,
   :data:`.checks.LIBRARY_CHECKS`), never a source;
@@ -30,7 +30,8 @@ restore; ``tests/unit/compat`` proves it complete (every attribute of
 nova that changes on install is declared here). A replacement named
 ``adapter:NAME`` is ``NAME`` of :mod:`.adapter`, where what differs
 between nova releases is gated; a new release is a new
-``sources_nova*.py`` and, where it does otherwise, a gate there.
+set of versions in :mod:`.sources` and, where it does otherwise, a gate
+there.
 
 Importing this module imports neither nova nor the replacements.
 """
@@ -54,7 +55,7 @@ class Source:
 
     @property
     def name(self) -> str:
-        """``module.path``: its key in the ``sources_nova*`` tables."""
+        """``module.path``: its key in :data:`.sources.HASHES`."""
         return '%s.%s' % (self.module, self.path) if self.path else (
             self.module)
 

@@ -177,7 +177,7 @@ class TestMatchedAsASet(_Base):
 
 
     def test_a_table_per_release_is_found(self):
-        """Every ``sources_nova*.py``, oldest first.
+        """Every tested release of ``sources.py``, oldest first.
 
         Each table has a hash for every relied-on source, and the adapter
         has every function the parts take from it.

@@ -36,8 +36,10 @@ from cellsched_tools import maintainer
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
-from nova_cellsched.compat import sources_nova33
-from nova_cellsched.compat import sources_nova34
+from nova_cellsched.compat import sources
+
+#: The tested releases' tables, by major version.
+TABLES = {r.version.split('.')[0]: r for r in core.tested()}
 
 NOVA = hashing.nova_version()
 CHANGED = 'nova.db.main.api._manual_join_columns'
@@ -80,9 +82,9 @@ class SideBySideTest(base.BaseTestCase):
 
     def setUp(self):
         super().setUp()
-        if NOVA != sources_nova34.RELEASE:
+        if NOVA != TABLES['34'].version:
             self.skipTest('the report is compared with nova %s, not %s'
-                          % (sources_nova34.RELEASE, NOVA))
+                          % (TABLES['34'].version, NOVA))
 
     def test_a_changed_source_is_shown_beside_the_tested_text(self):
         """One hunk: nova 34's whole function, then the running one.
@@ -148,8 +150,8 @@ class SideBySideTest(base.BaseTestCase):
 
         Listed: the sources whose hash the two tables differ in, in order.
         """
-        differ = [name for name, digest in sources_nova34.HASHES.items()
-                  if sources_nova33.HASHES.get(name) != digest]
+        differ = [name for name, digest in TABLES['34'].hashes.items()
+                  if TABLES['33'].hashes.get(name) != digest]
         self.assertNotEqual([], differ)
 
         status, report = run_report('--against', '33')
@@ -157,7 +159,7 @@ class SideBySideTest(base.BaseTestCase):
         self.assertEqual(1, status)
         self.assertIn('# nova %s against tested nova %s: %d of %d relied-on '
                       'sources equal no tested version\n'
-                      % (NOVA, sources_nova33.RELEASE, len(differ),
+                      % (NOVA, TABLES['33'].version, len(differ),
                          len(parts.all_sources())), report)
         listed = re.findall(r'^#   (\S+) \(part ', report, re.M)
         self.assertEqual(differ, listed)
@@ -178,21 +180,22 @@ class SideBySideTest(base.BaseTestCase):
         self.assertEqual(
             ['python -m cellsched_tools.maintainer: error: expected '
              '--tested-python to run a tested nova (%s), got nova %s in %s'
-             % (sources_nova33.RELEASE, NOVA, sys.executable)],
+             % (TABLES['33'].version, NOVA, sys.executable)],
             err.splitlines())
 
     def test_the_table_can_go_to_a_file(self):
+        """A tested release's own run writes the table back unchanged."""
         path = os.path.join(self.useFixture(fixtures.TempDir()).path,
-                            'sources_nova34.py')
+                            'sources.py')
 
         status, report = run_report('--table', path)
 
         self.assertEqual(0, status)
         self.assertTrue(report.endswith(
-            '# The table of nova %s: %s (save as nova_cellsched/compat/'
-            'sources_nova34.py once the tests pass)\n' % (NOVA, path)))
+            '# The table with nova %s: %s (save as nova_cellsched/compat/'
+            'sources.py once the tests pass)\n' % (NOVA, path)))
         self.assertNotIn('# Licensed under', report)
-        with open(path) as written, open(sources_nova34.__file__) as kept:
+        with open(path) as written, open(sources.__file__) as kept:
             self.assertEqual(kept.read(), written.read())
 
     def run_module(self, *argv):
@@ -200,6 +203,87 @@ class SideBySideTest(base.BaseTestCase):
             [sys.executable, '-m', 'cellsched_tools.maintainer'] +
             list(argv), capture_output=True, text=True, timeout=300)
         return result.returncode, result.stdout, result.stderr
+
+
+def _read_table(text):
+    """RELEASES, LACKS and HASHES of a table's text, as Python reads it."""
+    found = {}
+    exec(compile(text, '<table>', 'exec'), found)
+    return found['RELEASES'], found['LACKS'], found['HASHES']
+
+
+class TableTextTest(base.BaseTestCase):
+    """A release added to the one table (``--table``), comments kept."""
+
+    def setUp(self):
+        super().setUp()
+        with open(sources.__file__) as f:
+            self.text = f.read()
+        self.newest = core.tested()[-1]
+
+    def test_a_new_release_joins_the_versions_it_shares(self):
+        """nova 35 with the newest release's sources but one, and a new one.
+
+        Each shared hash gains 35.0.0; the changed source gets a version
+        of its own under a comment to write; the new source is added at
+        the end; every comment of the table stays; the text is still
+        within the line length.
+        """
+        hashes = dict(self.newest.hashes)
+        hashes[CHANGED] = 'a' * 64
+        hashes['nova.context.new_function'] = 'b' * 64
+        text = maintainer.table_text('35.0.0', hashes, self.text)
+
+        releases, lacks, table = _read_table(text)
+        self.assertEqual(sources.RELEASES + ('35.0.0',), releases)
+        self.assertEqual(sources.LACKS, lacks)
+        for name, digest in hashes.items():
+            (having,) = [v for h, v in table[name].items() if h == digest]
+            self.assertIn('35.0.0', having, name)
+        self.assertEqual(('35.0.0',), table[CHANGED]['a' * 64])
+        self.assertEqual(sources.HASHES[CHANGED],
+                         {h: v for h, v in table[CHANGED].items()
+                          if h != 'a' * 64})
+        self.assertIn("        # nova 35: what differs, and why what its "
+                      "part relies on holds.\n        '%s':" % ('a' * 64),
+                      text)
+        self.assertEqual(
+            [line for line in self.text.splitlines() if '#' in line],
+            [line for line in text.splitlines()
+             if '#' in line and 'nova 35:' not in line])
+        self.assertEqual([], [line for line in text.splitlines()
+                              if len(line) > 79 and 'noqa' not in line])
+
+    def test_a_point_release_takes_its_series_place(self):
+        """34.0.3 with 34.0.0's sources: 34.0.0 is gone, 34.0.3 in its place.
+
+        The table is otherwise unchanged, comment for comment.
+        """
+        version = '%s.0.3' % self.newest.version.split('.')[0]
+        text = maintainer.table_text(version, dict(self.newest.hashes),
+                                     self.text)
+
+        self.assertEqual(self.text.replace(repr(self.newest.version),
+                                           repr(version)), text)
+
+    def test_a_version_no_release_keeps_goes_with_its_comment(self):
+        """A series' version its new point release no longer has is gone.
+
+        nova 31's own version of ``scatter_gather_cells`` (commented)
+        when 31.3.2 has nova 34's: the version and its comment go.
+        """
+        oldest = core.tested()[0]
+        name = 'nova.context.scatter_gather_cells'
+        self.assertEqual((oldest.version,),
+                         sources.HASHES[name][oldest.hashes[name]])
+        hashes = dict(oldest.hashes, **{name: self.newest.hashes[name]})
+        text = maintainer.table_text('31.3.2', hashes, self.text)
+
+        _releases, _lacks, table = _read_table(text)
+        self.assertNotIn(oldest.hashes[name], table[name])
+        self.assertIn('31.3.2', table[name][self.newest.hashes[name]])
+        self.assertNotIn('nova 31: one eventlet green thread', text)
+        self.assertIn('nova 31: one eventlet green thread', self.text)
 
 
 class SourceTextsTest(base.BaseTestCase):
@@ -283,7 +367,7 @@ class BadInputTest(base.BaseTestCase):
                              'compat/parts.py), got nova.context.nothing')
 
     def test_a_table_that_cannot_be_written(self):
-        self.assert_one_line(['--table', '/nonexistent/sources_nova34.py'],
+        self.assert_one_line(['--table', '/nonexistent/sources.py'],
                              'expected --table to be a file to write, got '
-                             '/nonexistent/sources_nova34.py (No such file '
+                             '/nonexistent/sources.py (No such file '
                              'or directory)')
