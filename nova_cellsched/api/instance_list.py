@@ -81,9 +81,9 @@ from nova_cellsched import exception as cellsched_exception
 from nova_cellsched import gather
 from nova_cellsched import guard
 from nova_cellsched import health
+from nova_cellsched.listing import batches
 from nova_cellsched.listing import cross_cell
-from nova_cellsched.listing import lister
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import order
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 
@@ -685,7 +685,7 @@ class _Listing(cross_cell.CrossCellLister):
         batch_size = batch_size or limit or CONF.api.max_limit
         first = min(batch_size, limit) if limit else batch_size
         page = self.page(list(self.cctxts), after, first, batch_size, limit,
-                         lister.batches_grow())
+                         batches.batches_grow())
         timings = server_timing.current()
         if timings is not None:
             report_timings(timings, cell_mappings, self.calls.seconds(),
@@ -791,7 +791,7 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
         cell_mappings = nova_side().all_cells()
     spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
         sorting.nulls_high_for(
-            instance_query.backend_of(cm.database_connection)
+            order.backend_of(cm.database_connection)
             for cm in cell_mappings))
     listing = _Listing(ctx, filters, columns_to_join, spec)
 
@@ -825,7 +825,7 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
         return answer
     nova = nova_side()
     cell_mappings = nova.cells_to_list(ctx)
-    batch_size = lister.first_batch_size(limit, len(cell_mappings))
+    batch_size = batches.first_batch_size(limit, len(cell_mappings))
     columns_to_join = nova.columns_to_join(expected_attrs)
     # Rows the renderer will render hold only the columns it reads.
     state = request_state.current()

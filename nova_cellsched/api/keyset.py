@@ -39,7 +39,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import utils as oslo_utils
 import sqlalchemy as sa
 
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.listing import order
 from nova_cellsched.listing import sorting
 
 _local = threading.local()
@@ -98,13 +98,13 @@ def paginate_query(query: Any, model: Any, limit: int | None,
     dialect = query.session.get_bind().dialect.name
     query = one_row_per_instance(query)
     try:
-        clauses = instance_query.order_by(spec, dialect)
+        clauses = order.order_by(spec, dialect)
         if page.after is not None:
             query = query.filter(
-                instance_query.after_condition(spec, page.after))
+                order.after_condition(spec, page.after))
     except ValueError:
         bad = [k for k in sort_keys
-               if k not in instance_query.INSTANCE_COLUMNS]
+               if k not in order.INSTANCE_COLUMNS]
         raise db_exc.InvalidSortKey(key=bad[0] if bad else sort_keys)
 
     def ordered(query: Any) -> Any:

@@ -13,11 +13,13 @@
 """Cross-cell instance listing: :func:`list_instances` and its parts.
 
 The flow, one module a step: :mod:`.lister` selects the cells and drives
-the rounds; :mod:`.query` (nova adapter) builds one cell's SQL on nova's
-table models; :mod:`nova_cellsched.gather` runs the cells in parallel
-under per-cell deadlines; :mod:`.sorting` merges the sorted runs;
-:mod:`.record_fields` builds the records and :mod:`.codec` encodes them;
-:mod:`.timing` and :mod:`.profiling` say where the time went.
+the rounds; :mod:`.batches` sizes each cell's batches as nova's options
+say; :mod:`.query` (nova adapter) builds one cell's SQL on nova's table
+models, in the order :mod:`.order` puts in SQL; :mod:`nova_cellsched.gather`
+runs the cells in parallel under per-cell deadlines; :mod:`.sorting`
+merges the sorted runs; :mod:`.record_fields` builds the records and
+:mod:`.codec` encodes them; :mod:`.timing` and :mod:`.profiling` say
+where the time went.
 
 The public names below are loaded on first use, so importing a light
 part (say :mod:`.timing`) does not import nova.

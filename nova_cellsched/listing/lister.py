@@ -60,7 +60,9 @@ from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched import gather
+from nova_cellsched.listing import batches
 from nova_cellsched.listing import cross_cell
+from nova_cellsched.listing import order
 from nova_cellsched.listing import profiling
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import record_fields
@@ -446,52 +448,6 @@ def _unique_rows(rows: list[Any], uuid_at: int) -> list[Any]:
 marker_cell = cross_cell.marker_cell
 
 
-#: Smallest first batch asked from a cell.
-MIN_BATCH = 10
-#: ``distributed``: a cell's first batch is its even share of the page
-#: times this.
-SHARE_MARGIN = 1.5
-
-
-def first_batch_size(limit: int | None, cells: int) -> int:
-    """Rows to ask each cell for in the first round.
-
-    ``[api] instance_list_cells_batch_strategy`` as nova reads it, with
-    two differences. ``distributed`` asks every cell for 50% more than
-    its even share of *limit*, where nova asks for 10% more: in nova a
-    cell that needs more costs one more query inside the merge, here a
-    further round (see :func:`_run`) costs a round trip of every cell
-    still below the cut, which at 50 cells cost more than the rows the
-    wider margin fetches (measured with
-    ``benchmarks/bench_listing.py``). And there is no floor of 100 rows,
-    which made nova's 50 cells fetch 5,000 rows for a page of 1,000; the
-    least is :data:`MIN_BATCH`. ``fixed`` asks for
-    ``instance_list_cells_batch_fixed_size`` rows; one cell is asked for
-    *limit*.
-    """
-    limit = limit or CONF.api.max_limit
-    if cells <= 1:
-        return limit
-    if CONF.api.instance_list_cells_batch_strategy == 'fixed':
-        size = CONF.api.instance_list_cells_batch_fixed_size
-    else:
-        size = int((limit / cells) * SHARE_MARGIN)
-    return int(max(1, min(limit, max(size, MIN_BATCH))))
-
-
-def batches_grow() -> bool:
-    """Whether a cell's later batches may grow beyond the first's.
-
-    With ``distributed`` (nova's default) they do: a cell that keeps
-    filling its batches is asked for up to twice the rows it has given
-    (:func:`gather.refetch_sizes`), so a page that lives in one cell (a
-    project dedicated to it) costs a few rounds, not ``limit / batch``.
-    ``fixed`` is the operator's size of every query, as nova documents
-    ``instance_list_cells_batch_fixed_size``: no batch is larger.
-    """
-    return bool(CONF.api.instance_list_cells_batch_strategy != 'fixed')
-
-
 _DEFAULT_ENGINES: instance_query.EngineCache | None = None
 _DEFAULT_ENGINES_LOCK = threading.Lock()
 
@@ -587,13 +543,13 @@ def list_instances(context: Any, *, cells: Sequence[Any] | None = None,
         target_cells = select_cells(context, cells)
         # NULL where nova's queries put it on these cells' databases.
         spec = spec.with_nulls_high(sorting.nulls_high_for(
-            instance_query.backend_of(c.database_connection)
+            order.backend_of(c.database_connection)
             for c in target_cells))
         state = _Listing(context, target_cells, spec, norm_filters,
                          wanted_fields, engines, recorder, cell_timeout,
                          trace_info)
         after = state.marker_values(marker) if marker else None
-    batch_size = first_batch_size(limit, len(target_cells))
+    batch_size = batches.first_batch_size(limit, len(target_cells))
 
     workers = max(1, min(len(target_cells) or 1,
                          max_workers or group.list_max_workers))
@@ -639,7 +595,7 @@ def _run(state: _Listing, after: Sequence[Any] | None, batch_size: int,
     recorder = state.recorder
     cells = list(state.cells.values())
     page = state.page([c.uuid for c in cells], after, batch_size,
-                      batch_size, limit, batches_grow())
+                      batch_size, limit, batches.batches_grow())
     with recorder.span('view', rows=len(page.picked)):
         names = {c.uuid: c.name for c in cells}
         return record_fields.build_records(

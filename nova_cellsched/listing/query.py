@@ -19,9 +19,7 @@ limit run in the database. Column names come from the tables themselves
 bound parameter.
 
 Pagination is keyset pagination on the full sort order (which always
-ends with the unique uuid): "rows strictly after this row's sort
-values", so the same condition serves a marker from another cell and
-the next batch of this cell.
+ends with the unique uuid), as :mod:`.order` builds it.
 """
 
 import datetime
@@ -42,127 +40,13 @@ from sqlalchemy.engine import url as sa_url
 from sqlalchemy.sql import ColumnElement
 
 from nova_cellsched.listing import codec
+from nova_cellsched.listing import order
 from nova_cellsched.listing import sorting
 
 INSTANCES = models.Instance.__table__
 EXTRA = models.InstanceExtra.__table__
 INFO_CACHE = models.InstanceInfoCache.__table__
 METADATA = models.InstanceMetadata.__table__
-
-INSTANCE_COLUMNS = frozenset(c.name for c in INSTANCES.columns)
-
-#: Columns unique within one cell database (primary key, unique key).
-UNIQUE_IN_CELL = frozenset({'id', 'uuid'})
-
-
-def _col(name: str) -> sa.Column[Any]:
-    if name not in INSTANCE_COLUMNS:
-        # Callers validate first; this guards the SQL builder itself.
-        raise ValueError('not a column of instances: %r' % name)
-    column: sa.Column[Any] = INSTANCES.c[name]
-    return column
-
-
-def _sortable(name: str) -> ColumnElement[Any]:
-    column = _col(name)
-    if isinstance(column.type, sa.Boolean):
-        return sa.cast(column, sa.Integer)
-    return column
-
-
-def _sort_value(name: str, value: Any) -> Any:
-    if isinstance(value, bool):
-        return int(value)
-    return value
-
-
-def order_by(spec: sorting.SortSpec,
-             dialect: str) -> list[ColumnElement[Any]]:
-    """ORDER BY clauses: NULL where *spec* puts it, on every database.
-
-    Where the database sorts NULL so by itself (PostgreSQL NULL highest,
-    MySQL and SQLite lowest) the clause is nova's, ``column ASC|DESC``,
-    which reads an index as nova's query does. Otherwise PostgreSQL is
-    asked for ``NULLS FIRST``/``NULLS LAST`` and the others (MySQL has
-    no such clause) order by ``column IS NULL`` first, as oslo.db's
-    ``paginate_query`` does for its ``-nullsfirst``/``-nullslast``.
-    """
-    native_high = dialect in sorting.NULLS_HIGH_BACKENDS
-    clauses: list[ColumnElement[Any]] = []
-    for key, direction in zip(spec.keys, spec.dirs):
-        column = _sortable(key)
-        ascending = direction == sorting.ASC
-        clause = column.asc() if ascending else column.desc()
-        nulls_first = spec.nulls_first(direction)
-        if _col(key).nullable and spec.nulls_high != native_high:
-            if dialect == 'postgresql':
-                clause = (clause.nulls_first() if nulls_first
-                          else clause.nulls_last())
-            else:
-                is_null = _col(key).is_(None)
-                clauses.append(is_null.desc() if nulls_first
-                               else is_null.asc())
-        clauses.append(clause)
-        if key in UNIQUE_IN_CELL:
-            # The order is total within the cell here: later keys (the
-            # uuid tie breaker) change nothing in this cell, and leaving
-            # them out lets the database read an index in order (nova's
-            # instances_deleted_created_at_idx is (deleted, created_at)
-            # plus the primary key id) instead of sorting every row.
-            break
-    return clauses
-
-
-def after_condition(spec: sorting.SortSpec, values: Sequence[Any],
-                    bind: bool = False) -> ColumnElement[bool]:
-    """Rows strictly after *values* in the order of *spec*.
-
-    ``OR_i (k_1 = v_1 AND ... AND k_{i-1} = v_{i-1} AND k_i after v_i)``
-    where NULL is lower (or, with ``spec.nulls_high``, higher) than
-    every value, as in :mod:`sorting`.
-
-    :param bind: compare with the bound parameters named by
-        :func:`after_param` instead of the *values* themselves (whose
-        NULLs still shape the condition): the statement can then be run
-        again after another row with NULLs in the same places.
-    """
-    alternatives = []
-    equal: list[ColumnElement[bool]] = []
-    for index, (key, direction, raw) in enumerate(
-            zip(spec.keys, spec.dirs, values)):
-        column = _sortable(key)
-        value: Any = (sa.bindparam(after_param(index), type_=column.type)
-                      if bind else _sort_value(key, raw))
-        nulls_first = spec.nulls_first(direction)
-        after: ColumnElement[bool]
-        if raw is None:
-            # After a NULL: the values if NULL comes first, else nothing.
-            after = column.is_not(None) if nulls_first else sa.false()
-        else:
-            beyond = (column > value if direction == sorting.ASC
-                      else column < value)
-            after = (beyond if nulls_first
-                     else sa.or_(beyond, column.is_(None)))
-        alternatives.append(sa.and_(*equal, after))
-        equal.append(column.is_(None) if raw is None else column == value)
-    return sa.or_(*alternatives)
-
-
-def backend_of(url: Any) -> str:
-    """The SQLAlchemy backend name of database *url* (``postgresql``,
-    ``mysql``, ``sqlite``); ``''`` for what is not a database URL.
-
-    No connection is made.
-    """
-    try:
-        return str(sa_url.make_url(url).get_backend_name())
-    except Exception:
-        return ''
-
-
-def after_param(index: int) -> str:
-    """Name of the bound parameter of the *index*-th sort value."""
-    return 'cellsched_after_%d' % index
 
 
 #: Name of the bound parameter holding a batch's row limit.
@@ -236,18 +120,18 @@ def where_clauses(filters: Mapping[str, Any],
                           INSTANCES.c.hidden.is_(None)))
     for name in EXACT_FILTERS:
         if filters.get(name) is not None:
-            clauses.append(_col(name) == filters[name])
+            clauses.append(order.instance_column(name) == filters[name])
     for name in REGEX_FILTERS:
         if filters.get(name) is not None:
-            clauses.append(regex_clause(_col(name), str(filters[name]),
-                                        dialect))
+            clauses.append(regex_clause(order.instance_column(name),
+                                        str(filters[name]), dialect))
     for name in ('uuid', 'vm_state', 'task_state'):
         values = filters.get(name)
         if values is None:
             continue
         # As nova's exact filter: IN, so a None in the list matches
         # nothing (SQL's NULL is not equal to NULL).
-        clauses.append(_col(name).in_(list(values)))
+        clauses.append(order.instance_column(name).in_(list(values)))
     if filters.get('changes-since') is not None:
         clauses.append(INSTANCES.c.updated_at >= _naive_utc(
             filters['changes-since']))
@@ -387,20 +271,22 @@ class BatchQuery:
         for index, (key, value) in enumerate(zip(self._spec.keys,
                                                  after or ())):
             if value is not None:
-                params[after_param(index)] = _sort_value(key, value)
+                params[order.after_param(index)] = order.sort_value(
+                    key, value)
         return query, params
 
     def _build(self, dialect: str, after: Sequence[Any] | None,
                limit: int | None) -> sa.Select[Any]:
-        query = sa.select(*[_col(c) for c in self.columns],
+        query = sa.select(*[order.instance_column(c) for c in self.columns],
                           *_joined_columns(self.joined, dialect))
         if self.joined:
             query = query.select_from(_joined_source(self.joined))
         clauses = where_clauses(self._filters, dialect)
         if after is not None:
-            clauses.append(after_condition(self._spec, after, bind=True))
+            clauses.append(order.after_condition(self._spec, after,
+                                                 bind=True))
         query = query.where(*clauses).order_by(
-            *order_by(self._spec, dialect))
+            *order.order_by(self._spec, dialect))
         if limit is not None:
             query = query.limit(sa.bindparam(LIMIT_PARAM, type_=sa.Integer))
         return query
@@ -408,7 +294,7 @@ class BatchQuery:
 
 def select_marker(uuid: str, spec: sorting.SortSpec) -> sa.Select[Any]:
     """The sort values of the instance *uuid*, deleted or not."""
-    return sa.select(*[_col(k) for k in spec.keys]).where(
+    return sa.select(*[order.instance_column(k) for k in spec.keys]).where(
         INSTANCES.c.uuid == uuid)
 
 

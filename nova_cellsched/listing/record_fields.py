@@ -28,6 +28,7 @@ from oslo_log import log as logging
 
 from nova_cellsched import exception
 from nova_cellsched.listing import codec
+from nova_cellsched.listing import order
 from nova_cellsched.listing import query as instance_query
 
 LOG = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ JOINED: Mapping[str, str] = {
 SECRET_COLUMNS = frozenset({'user_data', 'key_data'})
 
 ALL_FIELDS = frozenset(DETAIL_FIELDS) | (
-    instance_query.INSTANCE_COLUMNS - SECRET_COLUMNS)
+    order.INSTANCE_COLUMNS - SECRET_COLUMNS)
 
 
 def check_fields(fields: Sequence[str] | None) -> tuple[str, ...]:

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from nova_cellsched.demo import seed
 from nova_cellsched import listing
 from nova_cellsched.listing import codec
+from nova_cellsched.listing import order
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import sorting
 from tests.functional import db
@@ -139,10 +140,10 @@ class BatchingTest(db.FunctionalTestCase):
         when = datetime.datetime(2026, 1, 1)
         after, params = query('sqlite', ('h1', when, 'u1'), 10)
         self.assertIs(after, query('sqlite', ('h2', when, 'u2'), 5)[0])
-        self.assertEqual('h1', params[instance_query.after_param(0)])
+        self.assertEqual('h1', params[order.after_param(0)])
         null_host, params = query('sqlite', (None, when, 'u3'), 10)
         self.assertIsNot(after, null_host)
-        self.assertNotIn(instance_query.after_param(0), params)
+        self.assertNotIn(order.after_param(0), params)
         # The rows after a point are those the order puts after it, a
         # NULL host among them.
         table = instance_query.INSTANCES

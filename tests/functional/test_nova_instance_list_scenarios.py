@@ -29,11 +29,12 @@ from nova.tests.functional.compute import test_instance_list
 
 from nova_cellsched import exception
 from nova_cellsched import listing
+from nova_cellsched.listing import order
 from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import record_fields
 
 #: Every non-secret instance column, so nova's assertions find them.
-ALL_COLUMNS = sorted(instance_query.INSTANCE_COLUMNS -
+ALL_COLUMNS = sorted(order.INSTANCE_COLUMNS -
                      record_fields.SECRET_COLUMNS)
 
 

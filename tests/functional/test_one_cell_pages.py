@@ -39,7 +39,7 @@ from nova_cellsched.api import instance_list as api_lister
 from nova_cellsched import compat
 from nova_cellsched.demo import seed
 from nova_cellsched import listing
-from nova_cellsched.listing import lister
+from nova_cellsched.listing import batches
 from nova_cellsched.listing import query as instance_query
 from tests.functional import db
 from tests.functional import nova_api
@@ -96,7 +96,7 @@ class CliOneCellPageTest(db.FunctionalTestCase):
         result = self._list(PAGE)
         self.assertEqual(self.expected()[:PAGE],
                          [r['uuid'] for r in result.instances])
-        first = lister.first_batch_size(PAGE, OTHER_CELLS + 2)
+        first = batches.first_batch_size(PAGE, OTHER_CELLS + 2)
         cell = self.dedicated_cell(result)
         # 136, 272, 592 rows: 3 batches. Every batch the size of the
         # first: 8.
@@ -168,7 +168,7 @@ class ApiOneCellPageTest(test.TestCase):
             'nova.db.main.api.instance_get_all_by_filters_sort', counted))
 
     def _rows(self, function):
-        batch = lister.first_batch_size(self.PAGE, len(self.cells))
+        batch = batches.first_batch_size(self.PAGE, len(self.cells))
         _cells, rows = function(
             self.ctx, {'project_id': DEDICATED, 'deleted': False},
             self.PAGE, None, [], None, None, cell_mappings=self.cells,
@@ -187,7 +187,7 @@ class ApiOneCellPageTest(test.TestCase):
         self.assertEqual(nova_answer, ours)
         asked = [limit for cell, limit in self.calls
                  if cell == self.dedicated.uuid]
-        first = lister.first_batch_size(self.PAGE, len(self.cells))
+        first = batches.first_batch_size(self.PAGE, len(self.cells))
         # 40, 80, 180 rows; every batch the size of the first: 8.
         self.assertLessEqual(len(asked),
                              math.ceil(math.log2(self.PAGE / first)) + 1)

@@ -162,7 +162,7 @@ class OneCellPagesTestCase(base.BaseTestCase):
 
     A project dedicated to one cell of 50: every other cell answers its
     first batch empty. The lister's first batch at 50 cells is
-    ``int(limit / 50 * 1.5)`` rows (``lister.first_batch_size``); nova
+    ``int(limit / 50 * 1.5)`` rows (``batches.first_batch_size``); nova
     asks the one cell 10 times for 100 rows for a page of 1,000.
     """
 

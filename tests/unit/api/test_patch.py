@@ -477,7 +477,7 @@ class TestServingInstall(_Base):
         difference.
         """
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.listing.query.after_condition',
+            'nova_cellsched.listing.order.after_condition',
             _after_dropping_nulls))
         self.assertTrue(cellsched_api.install())
         cellsched_api.uninstall()
@@ -527,7 +527,7 @@ class TestSelfTest(_Base):
     def test_keyset_paging_that_drops_nulls_is_caught(self):
         """Pages after a NULL sort value lose servers: a difference."""
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.listing.query.after_condition',
+            'nova_cellsched.listing.order.after_condition',
             _after_dropping_nulls))
         patch.check()  # the static checks cannot see it
         problems, _seconds = selftest.run(timeout=SELFTEST_WAIT)
@@ -649,7 +649,7 @@ class TestSelfTest(_Base):
         self.useFixture(config_fixture.Config(CONF)).config(
             api_lister=False, group='cellsched')
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.listing.query.after_condition',
+            'nova_cellsched.listing.order.after_condition',
             _after_dropping_nulls))
         problems, _seconds = selftest.run(timeout=SELFTEST_WAIT)
         self.assertTrue(problems)

@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""First-round batch sizes: lister.first_batch_size.
+"""First-round batch sizes: batches.first_batch_size.
 
 The one rule both listers (nova-api's and the command line's) ask each
 cell's first batch by.
@@ -18,7 +18,7 @@ cell's first batch by.
 
 from nova import test
 
-from nova_cellsched.listing import lister
+from nova_cellsched.listing import batches
 
 
 class TestFirstBatchSize(test.NoDBTestCase):
@@ -29,28 +29,28 @@ class TestFirstBatchSize(test.NoDBTestCase):
         """
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
-        self.assertEqual(30, lister.first_batch_size(1000, 50))
-        self.assertEqual(150, lister.first_batch_size(1000, 10))
-        self.assertEqual(10, lister.first_batch_size(20, 3))
+        self.assertEqual(30, batches.first_batch_size(1000, 50))
+        self.assertEqual(150, batches.first_batch_size(1000, 10))
+        self.assertEqual(10, batches.first_batch_size(20, 3))
 
     def test_distributed_small_page_asks_min_batch_within_the_page(self):
         """At least MIN_BATCH rows a cell, never more than the page."""
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
-        self.assertEqual(lister.MIN_BATCH, lister.first_batch_size(40, 8))
-        self.assertEqual(5, lister.first_batch_size(5, 4))
+        self.assertEqual(batches.MIN_BATCH, batches.first_batch_size(40, 8))
+        self.assertEqual(5, batches.first_batch_size(5, 4))
 
     def test_no_limit_uses_max_limit(self):
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
         self.flags(max_limit=500, group='api')
-        self.assertEqual(75, lister.first_batch_size(None, 10))
+        self.assertEqual(75, batches.first_batch_size(None, 10))
 
     def test_fixed_and_single_cell_are_novas(self):
         self.flags(instance_list_cells_batch_strategy='fixed',
                    instance_list_cells_batch_fixed_size=250, group='api')
-        self.assertEqual(250, lister.first_batch_size(1000, 10))
+        self.assertEqual(250, batches.first_batch_size(1000, 10))
         self.flags(instance_list_cells_batch_strategy='distributed',
                    group='api')
-        self.assertEqual(1000, lister.first_batch_size(1000, 1))
-        self.assertEqual(1000, lister.first_batch_size(1000, 0))
+        self.assertEqual(1000, batches.first_batch_size(1000, 1))
+        self.assertEqual(1000, batches.first_batch_size(1000, 0))
