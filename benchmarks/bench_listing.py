@@ -63,8 +63,8 @@ asc``), same limit, marker and cells for all three:
     view's one call to an external service) returns ``default`` for
     every server. nova runs in native threading mode, as nova-api does by
     default since 2026.1.
-(b) *ours*: ``nova_cellsched.listing.list_instances`` with
-    ``fields=DETAIL_FIELDS``, then ``nova_cellsched.listing.codec.dumps``
+(b) *ours*: ``nova_cellsched.records.list_instances`` with
+    ``fields=DETAIL_FIELDS``, then ``nova_cellsched.records.codec.dumps``
     of the records (orjson when installed, as ``benchmarks/requirements.txt``
     does).
 (c) *floor*: what any lister must at least do to answer, with the same
@@ -163,12 +163,12 @@ import sqlalchemy as sa  # noqa: E402
 import nova_cellsched  # noqa: E402
 from nova_cellsched import cells as cells_mod  # noqa: E402
 from nova_cellsched import conf as conf_mod  # noqa: E402
-from nova_cellsched import listing  # noqa: E402
-from nova_cellsched.listing import codec  # noqa: E402
-from nova_cellsched.listing import query as instance_query  # noqa: E402
-from nova_cellsched.listing import record_fields  # noqa: E402
 from nova_cellsched.listing import sorting  # noqa: E402
 from nova_cellsched.listing.timing import natural_key  # noqa: E402
+from nova_cellsched import records  # noqa: E402
+from nova_cellsched.records import codec  # noqa: E402
+from nova_cellsched.records import fields as record_fields  # noqa: E402
+from nova_cellsched.records import query as instance_query  # noqa: E402
 
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
@@ -300,8 +300,8 @@ class OursPath:
     def run(self, limit: int, marker: str | None) -> dict[str, Any]:
         ctx = nova_context.get_admin_context()
         t0 = time.perf_counter()
-        result = listing.list_instances(
-            ctx, limit=limit, marker=marker, fields=listing.DETAIL_FIELDS,
+        result = records.list_instances(
+            ctx, limit=limit, marker=marker, fields=records.DETAIL_FIELDS,
             engines=self.engines)
         t1 = time.perf_counter()
         payload = codec.dumps({'servers': result.instances})
@@ -343,7 +343,7 @@ class RawPath:
     def __init__(self, world: dict[str, Any], driver: str) -> None:
         self.driver = driver
         self.spec = sorting.SortSpec.build()
-        self.columns = record_fields.instance_columns(listing.DETAIL_FIELDS,
+        self.columns = record_fields.instance_columns(records.DETAIL_FIELDS,
                                               self.spec.keys)
         self.cells = [(name, uuid, url) for name, uuid, url
                       in world['cells']]
@@ -556,7 +556,7 @@ def pick_marker(world: dict[str, Any], limit: int) -> str:
     """An instance in the middle of the first page of this limit."""
     engines = instance_query.EngineCache(io_timeout=60)
     try:
-        result = listing.list_instances(
+        result = records.list_instances(
             nova_context.get_admin_context(), limit=limit,
             engines=engines)
     finally:

@@ -287,14 +287,14 @@ def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT
 
     One connection and ``SELECT 1``, with the driver's connect and read
     timeouts at *timeout* (the listing's engine,
-    :func:`nova_cellsched.listing.query.create_engine`). A SQLite file
+    :func:`nova_cellsched.records.query.create_engine`). A SQLite file
     that does not exist is reported, not created. The reason is the
     driver's first line, never the URL.
     """
     import sqlalchemy as sa
     from sqlalchemy.engine import url as sa_url
 
-    from nova_cellsched.listing import query
+    from nova_cellsched.records import query
 
     try:
         parsed = sa_url.make_url(url)

@@ -125,13 +125,13 @@ def _cell(field: str, value: Any) -> Any:
 
 def parse_filter(text: str) -> tuple[str, str]:
     """``key=value`` from ``--filter``."""
-    from nova_cellsched import listing
+    from nova_cellsched import records
 
     key, sep, value = text.partition('=')
     if not sep or not key.strip():
         raise exception.InvalidListRequest(
             'filter', text, 'key=value with key one of %s'
-            % ', '.join(sorted(listing.FILTERS)))
+            % ', '.join(sorted(records.FILTERS)))
     if not value.strip():
         # An empty value is a slip, not a query: in nova it matches no
         # instance (or every one, for the regular expression filters).
@@ -257,7 +257,7 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
     (-f json prints []) and stderr says so.
     """
 
-    start_up_imports = ('nova_cellsched.listing.lister',)
+    start_up_imports = ('nova_cellsched.records.lister',)
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
         parser = super().get_parser(prog_name)
@@ -312,8 +312,8 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
     def take_action(self, parsed_args: argparse.Namespace
                     ) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         from nova_cellsched.cmd import nova_setup
-        from nova_cellsched import listing
         from nova_cellsched.listing import sorting
+        from nova_cellsched import records
 
         check_writable('stats', parsed_args.stats)
         check_writable('trace', parsed_args.trace)
@@ -340,11 +340,11 @@ class ListInstances(CellschedCommandMixin, lister.Lister):
                         'sort', text, 'directions on every key or on '
                         'none')
                 sort_dirs.append(direction)
-        fields = (listing.DETAIL_FIELDS if parsed_args.long
+        fields = (records.DETAIL_FIELDS if parsed_args.long
                   else SHORT_FIELDS)
         try:
-            result = listing.list_instances(
-                listing.admin_context(), cells=parsed_args.cell,
+            result = records.list_instances(
+                records.admin_context(), cells=parsed_args.cell,
                 filters=filters, sort_keys=sort_keys or None,
                 sort_dirs=sort_dirs or None,
                 limit=parse_limit(parsed_args.limit),
@@ -556,8 +556,8 @@ class Demo(CellschedCommandMixin, lister.Lister):
         from nova_cellsched import cells
         from nova_cellsched.cmd import nova_setup
         from nova_cellsched.demo import world as demo
-        from nova_cellsched import listing
         from nova_cellsched.listing import timing
+        from nova_cellsched import records
 
         prefix = parsed_args.prefix or demo.DB_PREFIX
         if not PREFIX_PATTERN.match(prefix):
@@ -607,9 +607,9 @@ class Demo(CellschedCommandMixin, lister.Lister):
                       len(world.cells), world.instances, world.deleted,
                       world.config_file))
         nova_setup.load_config(['--config-file', world.config_file])
-        result = listing.list_instances(
-            listing.admin_context(), limit=parsed_args.limit,
-            fields=listing.DETAIL_FIELDS)
+        result = records.list_instances(
+            records.admin_context(), limit=parsed_args.limit,
+            fields=records.DETAIL_FIELDS)
         trace = os.path.join(world.directory, 'trace.json')
         stats = os.path.join(world.directory, 'stats.json')
         write_json(trace, timing.chrome_trace(result.timings))

@@ -142,7 +142,7 @@ HASHES: dict[str, dict[str, tuple[str, ...]]] = {
     },
     'nova.db.main.api._regex_instance_filter': {
         # nova 31, 32: the regexp operator from db.main.api._get_regexp_ops
-        # (34: db.utils.get_regexp_ops, the same function; listing.query looks
+        # (34: db.utils.get_regexp_ops, the same function; records.query looks
         # up either) and u'' literals: the same filters.
         'de976a4214097763b5e72c3c0779042ffa8a8b67b01eab330ba9abae173d2d7d':
             ('31.3.1', '32.2.1'),

@@ -10,47 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Cross-cell instance listing: :func:`list_instances` and its parts.
+"""The cross-cell listing engine: rounds, order, merge and timing.
 
-The flow, one module a step: :mod:`.lister` selects the cells and drives
-the rounds; :mod:`.batches` sizes each cell's batches as nova's options
-say; :mod:`.query` (nova adapter) builds one cell's SQL on nova's table
-models, in the order :mod:`.order` puts in SQL; :mod:`nova_cellsched.gather`
-runs the cells in parallel under per-cell deadlines; :mod:`.sorting`
-merges the sorted runs; :mod:`.record_fields` builds the records and
-:mod:`.codec` encodes them; :mod:`.timing` and :mod:`.profiling` say
-where the time went.
-
-The public names below are loaded on first use, so importing a light
-part (say :mod:`.timing`) does not import nova.
+What both listers share, the command line's (:mod:`nova_cellsched.records`)
+and nova-api's (:mod:`nova_cellsched.api.hooks`): :mod:`.cross_cell`
+drives the rounds over the cells (:mod:`.rounds`), each cell asked for
+:mod:`.batches` of rows in the order :mod:`.sorting` defines and
+:mod:`.order` puts in SQL, the cells' sorted runs merged by
+:mod:`.sorting`; :mod:`.timing` and :mod:`.profiling` say where the time
+went. The cells are asked in parallel by :mod:`nova_cellsched.gather`.
 """
-
-import importlib
-from typing import Any
-
-#: Public name -> the module of this package that defines it.
-_PUBLIC = {
-    'list_instances': 'lister',
-    'ListResult': 'lister',
-    'Cell': 'lister',
-    'CellFailure': 'lister',
-    'admin_context': 'lister',
-    'normalize_filters': 'lister',
-    'select_cells': 'lister',
-    'FILTERS': 'lister',
-    'ALLOWED_SORT_KEYS': 'lister',
-    'BASE_FIELDS': 'record_fields',
-    'DETAIL_FIELDS': 'record_fields',
-}
-
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError('module %r has no attribute %r'
-                             % (__name__, name))
-    value = getattr(importlib.import_module('.' + module, __name__), name)
-    globals()[name] = value
-    return value

@@ -40,7 +40,7 @@ are reached:
   and ``cell_timeout`` for each cell that stops answering (once: it is
   not asked again).
 
-The subclasses: ``nova_cellsched.listing.lister`` (``nova-cellsched
+The subclasses: ``nova_cellsched.records.lister`` (``nova-cellsched
 list``: its own SQL, records) and ``nova_cellsched.api.instance_list``
 (nova-api: nova's DB API, rows for nova's objects).
 """

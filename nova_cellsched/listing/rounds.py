@@ -13,7 +13,7 @@
 """The rounds of a cross-cell listing: ask every cell, ask again, merge.
 
 One driver for both listers (the command line's,
-:mod:`nova_cellsched.listing.lister`, and nova-api's,
+:mod:`nova_cellsched.records.lister`, and nova-api's,
 :mod:`nova_cellsched.api.instance_list`); each gives it a function that
 runs one round of batches over its own workers and database access.
 

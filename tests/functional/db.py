@@ -37,7 +37,7 @@ import sqlalchemy as sa
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.records import query as instance_query
 from tests import releases
 
 MYSQL_URL = os.environ.get('NOVA_CELLSCHED_TEST_MYSQL_URL',

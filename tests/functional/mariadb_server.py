@@ -55,7 +55,7 @@ import sqlalchemy as sa
 from nova_cellsched import cells as cells_mod
 from nova_cellsched.demo import api as demo_api
 from nova_cellsched.demo import seed
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.records import query as instance_query
 
 MARIADBD = os.environ.get('NOVA_CELLSCHED_TEST_MARIADBD', '/usr/sbin/mariadbd')
 INSTALL_DB = os.environ.get('NOVA_CELLSCHED_TEST_MARIADB_INSTALL_DB',

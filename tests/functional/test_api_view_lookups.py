@@ -331,7 +331,7 @@ class ViewLookupsTestMixin:
         from nova_cellsched.api import instance_list
         from nova_cellsched import compat
         from nova_cellsched import exception
-        from nova_cellsched import listing
+        from nova_cellsched import records
         if not compat.is_on('keyset'):
             compat.install(['keyset'])
             self.addCleanup(  # type: ignore[attr-defined]
@@ -350,7 +350,7 @@ class ViewLookupsTestMixin:
             return [row['uuid'] for row in found]
 
         def cli(marker: str) -> list[str]:
-            result = listing.list_instances(
+            result = records.list_instances(
                 ctx, cells=['cell1', 'cell2'], limit=5, marker=marker,
                 fields=['uuid'], engines=self.world.engines)
             return [r['uuid'] for r in result.instances]

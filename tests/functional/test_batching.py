@@ -26,11 +26,11 @@ from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
-from nova_cellsched.listing import codec
 from nova_cellsched.listing import order
-from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import sorting
+from nova_cellsched import records
+from nova_cellsched.records import codec
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 
 CELLS = ('cell1', 'cell2', 'cell3')
@@ -64,7 +64,7 @@ class BatchingTest(db.FunctionalTestCase):
         return [r.uuid for r in rows]
 
     def _list(self, limit, marker=None, fields=None):
-        return listing.list_instances(self.ctx, limit=limit, marker=marker,
+        return records.list_instances(self.ctx, limit=limit, marker=marker,
                                       fields=fields,
                                       engines=self.world.engines)
 
@@ -186,8 +186,8 @@ class BatchingTest(db.FunctionalTestCase):
             return real_loads(text, fast)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.listing.codec.loads', spy))
-        result = self._list(300, fields=listing.DETAIL_FIELDS)
+            'nova_cellsched.records.codec.loads', spy))
+        result = self._list(300, fields=records.DETAIL_FIELDS)
         self.assertEqual(300, len(result.instances))
         self.assertGreater(sum(c.rows for c in result.timings.cells), 300)
         network_infos = [t for t in parsed if t.startswith('[')]
@@ -231,6 +231,6 @@ class BatchingTest(db.FunctionalTestCase):
         self.cfg.config(instance_list_cells_batch_strategy='fixed',
                         instance_list_cells_batch_fixed_size=100,
                         group='api')
-        result = self._list(None, fields=listing.DETAIL_FIELDS)
+        result = self._list(None, fields=records.DETAIL_FIELDS)
         self.assertEqual(expected, [r['uuid'] for r in result.instances])
         self.assertTrue(all(r['flavor_name'] for r in result.instances))

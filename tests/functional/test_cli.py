@@ -41,9 +41,9 @@ import sqlalchemy as sa
 from nova_cellsched.cmd import cellsched
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import timing
+from nova_cellsched import records as cli_lister
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 
 ENTRY_POINT = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -563,8 +563,8 @@ class ListCliTest(CliTestCase):
         self.ctx = nova_context.get_admin_context()
 
     def library_order(self, **kwargs):
-        result = listing.list_instances(self.ctx, engines=self.world.engines,
-                                        **kwargs)
+        result = cli_lister.list_instances(
+            self.ctx, engines=self.world.engines, **kwargs)
         self.assertTrue(result.complete, result.failures)
         return [r['uuid'] for r in result.instances]
 
@@ -648,7 +648,7 @@ class ListCliTest(CliTestCase):
         records = long_json.json()
         self.assertEqual(expected[:5], [r['uuid'] for r in records])
         for record in records:
-            self.assertEqual(list(listing.DETAIL_FIELDS), list(record))
+            self.assertEqual(list(cli_lister.DETAIL_FIELDS), list(record))
             self.assertIsInstance(record['addresses'], dict)
             self.assertIsInstance(record['metadata'], dict)
             self.assertEqual(record['flavor_name'], record['flavor']['name'])
@@ -657,7 +657,7 @@ class ListCliTest(CliTestCase):
         # every field.
         self.assertEqual(list(list_cmd.LONG_TABLE_FIELDS), list(rows[0]))
         self.assertLess(len(list_cmd.LONG_TABLE_FIELDS),
-                        len(listing.DETAIL_FIELDS))
+                        len(cli_lister.DETAIL_FIELDS))
         self.assertEqual(expected[:3], [r['uuid'] for r in rows])
         for row, record in zip(rows, records):
             # net=ip, ip in tables; a missing value is empty, not None.
@@ -669,7 +669,7 @@ class ListCliTest(CliTestCase):
 
     def test_paging_sorting_cells_and_filters(self):
         """--limit/--marker pages, --sort, --cell and --filter."""
-        host = sorted(r['host'] for r in listing.list_instances(
+        host = sorted(r['host'] for r in cli_lister.list_instances(
             self.ctx, cells=['cell2'], fields=['uuid', 'host'],
             engines=self.world.engines).instances)[0]
         runs = self.cli_many([

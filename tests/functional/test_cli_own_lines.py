@@ -148,7 +148,7 @@ class OwnLinesTest(testtools.TestCase):
         self.assertEqual(3, out.count('| vm-cell'), out)
         modules = next(line for line in err.splitlines()
                        if line.startswith('MODULES ')).split()[1:]
-        self.assertIn('nova_cellsched.listing.lister', modules)
+        self.assertIn('nova_cellsched.records.lister', modules)
         unwanted = ['nova.api', 'nova.compute.api', 'nova.compute.manager',
                     'nova.config', 'nova.objects.instance', 'nova.scheduler']
         if int(importlib.metadata.version('nova').split('.')[0]) >= 34:

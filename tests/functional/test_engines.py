@@ -15,7 +15,7 @@
 import pymysql
 import sqlalchemy as sa
 
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 
 #: DATETIME and TIMESTAMP values as MariaDB sends them, edge cases

@@ -38,8 +38,8 @@ from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched import records
+from nova_cellsched.records import query as instance_query
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -99,7 +99,7 @@ class CellServerFaultsTest(mdb.ServersTestCase):
 
     def listing(self, **kwargs):
         kwargs.setdefault('engines', self.engines)
-        return listing.list_instances(self.ctx, **kwargs)
+        return records.list_instances(self.ctx, **kwargs)
 
     def uuids_of(self, *names):
         return set().union(*(self.expected[n] for n in names))
@@ -138,7 +138,7 @@ class CellServerFaultsTest(mdb.ServersTestCase):
         self.nothing_lost()  # the pools now hold connections to victim
         self.victim.kill()
 
-        result = self.listing(fields=listing.DETAIL_FIELDS)
+        result = self.listing(fields=records.DETAIL_FIELDS)
 
         got = [r['uuid'] for r in result.instances]
         self.assertEqual(self.uuids_of('cell0', 'cell1'), set(got))
@@ -342,7 +342,7 @@ class CellServerFaultsTest(mdb.ServersTestCase):
         self.assertTrue(first.complete)
         for stop in (self.victim.restart, self._kill_and_start):
             stop()
-            result = self.listing(fields=listing.DETAIL_FIELDS)
+            result = self.listing(fields=records.DETAIL_FIELDS)
             self.assertTrue(result.complete, result.failures)
             self.assertEqual(self.uuids_of(*self.world.cells),
                              {r['uuid'] for r in result.instances})

@@ -42,10 +42,10 @@ from nova_cellsched.cmd import list_cmd
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched import exception
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
-from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import sorting
+from nova_cellsched import records
+from nova_cellsched.records import fields as record_fields
+from nova_cellsched.records import query as instance_query
 from tests.functional import mariadb_server as mdb
 
 CONF = nova.conf.CONF
@@ -85,7 +85,7 @@ SAFE_TIMES = st.datetimes(
 
 def sort_keys():
     return st.lists(st.one_of(st.sampled_from(sorted(
-        listing.ALLOWED_SORT_KEYS)), HOSTILE), max_size=4)
+        records.ALLOWED_SORT_KEYS)), HOSTILE), max_size=4)
 
 
 def sort_dirs():
@@ -97,7 +97,7 @@ def sort_dirs():
 @st.composite
 def filter_dicts(draw, valid_names=False):
     out = {}
-    names = st.sampled_from(sorted(listing.FILTERS))
+    names = st.sampled_from(sorted(records.FILTERS))
     for _ in range(draw(st.integers(0, 4))):
         name = draw(names if valid_names else st.one_of(names, HOSTILE))
         if name in ('changes-since', 'changes-before'):
@@ -176,7 +176,7 @@ class HostileListingTest(mdb.ServersTestCase):
         """list_instances answers completely or says InvalidListRequest."""
         _count('library calls')
         try:
-            result = listing.list_instances(ctx or self.ctx,
+            result = records.list_instances(ctx or self.ctx,
                                             engines=self.engines, **kwargs)
         except exception.InvalidListRequest as exc:
             _count('rejected')
@@ -205,7 +205,7 @@ class HostileListingTest(mdb.ServersTestCase):
             return data.draw(hostile if bad == name else good, name)
 
         keys = pick('keys', st.lists(st.sampled_from(sorted(
-            listing.ALLOWED_SORT_KEYS)), max_size=3, unique=True),
+            records.ALLOWED_SORT_KEYS)), max_size=3, unique=True),
             sort_keys())
         dirs = pick('dirs', st.lists(st.sampled_from(
             ['asc', 'desc', 'ASC', 'Desc']), max_size=len(keys)),
@@ -252,18 +252,18 @@ class HostileListingTest(mdb.ServersTestCase):
                 except exception.InvalidListRequest:
                     pass
             try:
-                listing.normalize_filters(dict([list_cmd.parse_filter(
+                records.normalize_filters(dict([list_cmd.parse_filter(
                     text)]))
             except exception.InvalidListRequest:
                 pass
         try:
             spec = sorting.SortSpec.build(texts, None,
-                                          allowed=listing.ALLOWED_SORT_KEYS)
+                                          allowed=records.ALLOWED_SORT_KEYS)
         except exception.InvalidListRequest:
             pass
         else:
             # The caller's keys, or nova's default order (created_at, id).
-            self.assertLessEqual(set(spec.keys), listing.ALLOWED_SORT_KEYS
+            self.assertLessEqual(set(spec.keys), records.ALLOWED_SORT_KEYS
                                  | set(sorting.DEFAULT_KEYS))
 
     def test_name_filter_is_novas_regular_expression(self):
@@ -333,7 +333,7 @@ class HostileListingTest(mdb.ServersTestCase):
     def test_non_admin_without_project_or_user_sees_nothing(self):
         """Was a bug: a non-admin context without ids lists every project.
 
-        listing.list_instances forces ``project_id`` (or, without one,
+        records.list_instances forces ``project_id`` (or, without one,
         ``user_id``) into the filters of a non-admin context; with
         neither, it sets ``user_id=None``, which where_clauses skips as
         "no filter": the context sees every instance of every project.
@@ -341,7 +341,7 @@ class HostileListingTest(mdb.ServersTestCase):
         ctx = nova_context.RequestContext(user_id=None, project_id=None,
                                           is_admin=False)
         try:
-            result = listing.list_instances(ctx, engines=self.engines)
+            result = records.list_instances(ctx, engines=self.engines)
         except exception.CellschedError:
             return  # refusing is fine too
         self.assertEqual([], [r['uuid'] for r in result.instances])
@@ -362,7 +362,7 @@ class HostileListingTest(mdb.ServersTestCase):
         """
         for name in ('host', 'display_name', 'project_id', 'uuid'):
             try:
-                result = listing.list_instances(
+                result = records.list_instances(
                     self.ctx, engines=self.engines,
                     filters={name: 'web\U0001f642'})
             except exception.InvalidListRequest:
@@ -381,7 +381,7 @@ class HostileListingTest(mdb.ServersTestCase):
         """
         for name in ('deleted', 'soft_deleted'):
             exc = self.assertRaises(exception.InvalidListRequest,
-                                    listing.normalize_filters,
+                                    records.normalize_filters,
                                     {name: 'yes\nno'})
             self.assertEqual(1, len(str(exc).splitlines()), str(exc))
 
@@ -399,7 +399,7 @@ class HostileListingTest(mdb.ServersTestCase):
                             ('changes-before',
                              '9999-12-31T23:59:59-01:00')):
             self.assertRaises(exception.InvalidListRequest,
-                              listing.list_instances, self.ctx,
+                              records.list_instances, self.ctx,
                               engines=self.engines, filters={name: value})
 
     def test_limit_beyond_sys_maxsize_is_rejected(self):
@@ -414,7 +414,7 @@ class HostileListingTest(mdb.ServersTestCase):
         """
         for limit in (sys.maxsize + 1, 10**400):
             self.assertRaises(exception.InvalidListRequest,
-                              listing.list_instances, self.ctx,
+                              records.list_instances, self.ctx,
                               engines=self.engines, limit=limit)
 
     def test_unencodable_text_is_rejected(self):
@@ -429,10 +429,10 @@ class HostileListingTest(mdb.ServersTestCase):
         "Invalid Parameter: Encoding directive wasn't provided.").
         """
         self.assertRaises(exception.InvalidListRequest,
-                          listing.list_instances, self.ctx,
+                          records.list_instances, self.ctx,
                           engines=self.engines, marker='\udcff')
         self.assertRaises(exception.InvalidListRequest,
-                          listing.list_instances, self.ctx,
+                          records.list_instances, self.ctx,
                           engines=self.engines, filters={'host': '\udcff'})
 
 
@@ -514,7 +514,7 @@ class HostileCommandLineTest(mdb.ServersTestCase):
                                         blacklist_characters='\x00'),
                           min_size=1, max_size=20)),
         st.tuples(st.just('--filter'), st.sampled_from(sorted(
-            listing.FILTERS)).map(lambda k: k + '='))), max_size=3))
+            records.FILTERS)).map(lambda k: k + '='))), max_size=3))
     def test_fuzzed_command_lines(self, argv):
         flat = ['list'] + [part for pair in argv for part in pair]
         # An argument that starts with '-' is an option to argparse.

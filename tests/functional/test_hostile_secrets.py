@@ -37,9 +37,9 @@ from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched import exception
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import timing
+from nova_cellsched import records
+from nova_cellsched.records import query as instance_query
 from tests.functional import mariadb_server as mdb
 from tests.functional import placement_server
 
@@ -223,24 +223,24 @@ class SecretsTest(mdb.ServersTestCase):
             texts.extend(repr(f) + f.describe() for f in result.failures)
             texts.extend(repr(c) for c in result.cells)
 
-        ok = listing.list_instances(ctx, engines=engines,
-                                    fields=listing.DETAIL_FIELDS)
+        ok = records.list_instances(ctx, engines=engines,
+                                    fields=records.DETAIL_FIELDS)
         self.assertTrue(ok.complete)
         keep(ok)
-        page = listing.list_instances(ctx, engines=engines, limit=3,
+        page = records.list_instances(ctx, engines=engines, limit=3,
                                       cells=['cell2'])
         self.victim.kill()
-        broken = listing.list_instances(ctx, engines=engines)
+        broken = records.list_instances(ctx, engines=engines)
         self.assertEqual(['cell2'], [f.cell.name for f in broken.failures])
         keep(broken)
         for kwargs in ({'skip_down_cells': False},
                        {'marker': page.next_marker}):
             exc = self.assertRaises(exception.CellsFailed,
-                                    listing.list_instances, ctx,
+                                    records.list_instances, ctx,
                                     engines=engines, **kwargs)
             texts.append(str(exc) + repr(exc.failures))
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, ctx,
+                                records.list_instances, ctx,
                                 engines=engines, cells=['nope'])
         texts.append(str(exc))
         texts.append(logs.output)

@@ -39,9 +39,9 @@ from sqlalchemy.engine import url as sa_url
 from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import timing
+from nova_cellsched import records as cli_lister
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 
 INSTANCES = instance_query.INSTANCES
@@ -144,7 +144,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
 
     def listed(self, ctx=None, **kwargs):
         kwargs.setdefault('engines', self.world.engines)
-        result = listing.list_instances(ctx or self.ctx, **kwargs)
+        result = cli_lister.list_instances(ctx or self.ctx, **kwargs)
         self.assertTrue(result.complete, result.failures)
         uuids = [r['uuid'] for r in result.instances]
         self.assertEqual(len(uuids), len(set(uuids)), 'duplicates')
@@ -198,7 +198,8 @@ class ListingFaultsTest(db.FunctionalTestCase):
         down_uuid = self.add_cell_mapping(
             'down', 'mysql+pymysql://root@127.0.0.1:1/nothing')
 
-        result = listing.list_instances(self.ctx, engines=self.world.engines)
+        result = cli_lister.list_instances(self.ctx,
+                                           engines=self.world.engines)
         self.assertFalse(result.complete)
         self.assertEqual(self.all_live(),
                          {r['uuid'] for r in result.instances})
@@ -222,7 +223,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
             {'ok'}, {c.status for u, c in by_cell.items() if u != down_uuid})
 
         exc = self.assertRaises(
-            exception.CellsFailed, listing.list_instances, self.ctx,
+            exception.CellsFailed, cli_lister.list_instances, self.ctx,
             skip_down_cells=False, engines=self.world.engines)
         self.assertEqual(['down'], list(exc.failures))
         self.assertIn('down', str(exc))
@@ -231,7 +232,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self.cfg.config(list_records_by_skipping_down_cells=False,
                         group='api')
         exc = self.assertRaises(
-            exception.CellsFailed, listing.list_instances, self.ctx,
+            exception.CellsFailed, cli_lister.list_instances, self.ctx,
             engines=self.world.engines)
         self.assertEqual(['down'], list(exc.failures))
         # Asking for the live cells only works in strict mode too.
@@ -254,7 +255,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         unlock = self.lock_instances_table('cell2')
 
         # No joined fields: see test_hung_cell_leaves_time_for_details.
-        result = listing.list_instances(self.ctx, cell_timeout=2,
+        result = cli_lister.list_instances(self.ctx, cell_timeout=2,
                                         fields=NO_JOINS, engines=engines)
         self.assertEqual(1, len(result.failures), result.failures)
         failure = result.failures[0]
@@ -306,7 +307,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self.addCleanup(engines.dispose)
         self.lock_instances_table('cell2')
 
-        result = listing.list_instances(self.ctx, cell_timeout=2,
+        result = cli_lister.list_instances(self.ctx, cell_timeout=2,
                                         engines=engines)
         self.assertEqual(self.all_live(['cell0', 'cell1', 'cell3']),
                          {r['uuid'] for r in result.instances})
@@ -340,14 +341,14 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self.assertEqual(self.live['cell2'], uuids)
 
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, self.ctx,
+                                cli_lister.list_instances, self.ctx,
                                 cells=['no-such-cell'],
                                 engines=self.world.engines)
         self.assertEqual(('cell', 'no-such-cell'), (exc.argument, exc.value))
         self.assertIn('cell1=%s' % self.world.uuid_of('cell1'), str(exc))
 
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, self.ctx,
+                                cli_lister.list_instances, self.ctx,
                                 marker=str(uuid_lib.uuid4()),
                                 engines=self.world.engines)
         self.assertEqual('marker', exc.argument)
@@ -356,7 +357,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         twins = [self.add_cell_mapping('twin', self.world.url_of('cell1'))
                  for _ in range(2)]
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, self.ctx,
+                                cli_lister.list_instances, self.ctx,
                                 cells=['twin'], engines=self.world.engines)
         self.assertEqual(('cell', 'twin'), (exc.argument, exc.value))
         self.assertIn('2 cells are named', str(exc))
@@ -456,12 +457,12 @@ class ListingFaultsTest(db.FunctionalTestCase):
                                                INSTANCES.c.uuid.in_(picked))))
 
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, self.ctx,
+                                cli_lister.list_instances, self.ctx,
                                 filters={'flavor': 'm1.tiny'},
                                 engines=self.world.engines)
         self.assertEqual('filter', exc.argument)
         exc = self.assertRaises(exception.InvalidListRequest,
-                                listing.list_instances, self.ctx,
+                                cli_lister.list_instances, self.ctx,
                                 filters={'deleted': 'maybe'},
                                 engines=self.world.engines)
         self.assertEqual('filter value', exc.argument)
@@ -478,7 +479,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self._set_metadata_deleted('cell1', meta_id, meta_id)
         self.addCleanup(self._set_metadata_deleted, 'cell1', meta_id, 0)
 
-        result, uuids = self.listed(fields=listing.DETAIL_FIELDS)
+        result, uuids = self.listed(fields=cli_lister.DETAIL_FIELDS)
         self.assertEqual(self.all_live(), uuids)
         records = {r['uuid']: r for r in result.instances}
         samples = {name: sorted(self.live[name])[:3] for name in CELL_NAMES}
@@ -679,7 +680,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self._assert_one_cell_is_novas(pg, ['host'], ['desc'])
         for keys, dirs in orders:
             what = list(zip(keys, dirs))
-            result = listing.list_instances(
+            result = cli_lister.list_instances(
                 self.ctx, sort_keys=keys, sort_dirs=dirs,
                 fields=['uuid', 'host', 'task_state', 'cell_name'],
                 engines=pg.engines)
@@ -709,7 +710,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
             # from the command line's lister and the API's.
             pages, marker = [], None
             while True:
-                page = listing.list_instances(
+                page = cli_lister.list_instances(
                     self.ctx, sort_keys=keys, sort_dirs=dirs,
                     fields=['uuid'], limit=9, marker=marker,
                     engines=pg.engines)
@@ -768,7 +769,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
             self.ctx, {'deleted': False}, None, None, [], list(keys),
             list(dirs), cell_mappings=cell1, batch_size=1000)
         nova = [r['uuid'] for r in records]
-        result = listing.list_instances(
+        result = cli_lister.list_instances(
             self.ctx, cells=['cell1'], sort_keys=keys, sort_dirs=dirs,
             fields=['uuid'], engines=world.engines)
         what = (world.server_url, keys, dirs)

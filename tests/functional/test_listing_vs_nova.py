@@ -42,8 +42,8 @@ from nova import objects
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
-from nova_cellsched.listing import record_fields
+from nova_cellsched import records
+from nova_cellsched.records import fields as record_fields
 from tests.functional import db
 
 # Sort keys whose values are never NULL in the seeded cells, so nova's own
@@ -100,7 +100,7 @@ class ListingMatchesNovaTest(db.FunctionalTestCase):
 
     def _coarsen_timestamps(self):
         """Round created_at to the day so that sort keys tie a lot."""
-        from nova_cellsched.listing import query as instance_query
+        from nova_cellsched.records import query as instance_query
         table = instance_query.INSTANCES
         for name in self.world.cells:
             engine = sa.create_engine(self.world.url_of(name))
@@ -112,7 +112,7 @@ class ListingMatchesNovaTest(db.FunctionalTestCase):
             engine.dispose()
 
     def ours(self, cells, filters, limit, marker, sort_keys, sort_dirs):
-        result = listing.list_instances(
+        result = records.list_instances(
             self.ctx, cells=cells, filters=filters, limit=limit,
             marker=marker, sort_keys=sort_keys, sort_dirs=sort_dirs,
             engines=self.world.engines)
@@ -199,7 +199,7 @@ class ListingMatchesNovaTest(db.FunctionalTestCase):
                                       None, None, [key], [direction])
             except TypeError:
                 expected = None
-            got = listing.list_instances(
+            got = records.list_instances(
                 self.ctx, sort_keys=[key], sort_dirs=[direction],
                 fields=['uuid', key], engines=self.world.engines)
             values = [r[key] for r in got.instances]
@@ -317,7 +317,7 @@ class DeletedServersMatchNovaObjectsMixin:
         return out
 
     def our_records(self, filters, limit, sort_keys, sort_dirs):
-        result = listing.list_instances(
+        result = records.list_instances(
             self.ctx, filters=filters, limit=limit, sort_keys=sort_keys,
             sort_dirs=sort_dirs, fields=JOINED_FIELDS,
             engines=self.world.engines)
@@ -391,7 +391,7 @@ class DeletedServersMatchNovaSQLiteTest(DeletedServersMatchNovaObjectsMixin,
 class FiltersMatchNovaMixin:
     """Every filter the lister accepts selects what nova's DB API selects.
 
-    For each of :data:`nova_cellsched.listing.FILTERS`, several values
+    For each of :data:`nova_cellsched.records.FILTERS`, several values
     (exact values, substrings, regular expressions with anchors, classes,
     alternation and characters that are wildcards to LIKE), live and
     deleted listings: the set of servers equals the one nova's own lister
@@ -479,7 +479,7 @@ class FiltersMatchNovaMixin:
                     theirs = set(nova_uuids(
                         self.ctx, self.mappings, filters, None, None,
                         ['uuid'], ['asc']))
-                    result = listing.list_instances(
+                    result = records.list_instances(
                         self.ctx, filters=filters,
                         cells=self.mappings, engines=self.world.engines,
                         fields=['uuid'])
@@ -489,7 +489,7 @@ class FiltersMatchNovaMixin:
                                      (filters, sorted(ours)))
                     tried += 1
         # Every filter the lister accepts was tried.
-        self.assertEqual(set(listing.FILTERS) - {'deleted'},
+        self.assertEqual(set(records.FILTERS) - {'deleted'},
                          set(self.values()))
         self.assertGreater(tried, 50)
 

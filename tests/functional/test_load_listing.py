@@ -51,8 +51,8 @@ import testtools.content
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched import records
+from nova_cellsched.records import query as instance_query
 from tests.functional import mariadb_server as mdb
 from tests.functional.test_listing_vs_nova import nova_uuids
 
@@ -139,7 +139,7 @@ class ListingLoadTest(mdb.ServersTestCase):
                 sort_keys=['host', 'display_name'],
                 sort_dirs=['asc', 'desc'], limit=300)),
             ('two cells', admin, dict(cells=['cell2', 'cell9'], limit=200)),
-            ('detail fields', admin, dict(fields=listing.DETAIL_FIELDS,
+            ('detail fields', admin, dict(fields=records.DETAIL_FIELDS,
                                           limit=40)),
             ('deleted', admin, dict(filters={'deleted': True}, limit=120,
                                     sort_keys=['launched_at'],
@@ -224,7 +224,7 @@ class ListingLoadTest(mdb.ServersTestCase):
         self.addCleanup(engines.dispose)
         queries = []
         for label, ctx, kwargs in self.queries():
-            result = listing.list_instances(ctx, engines=engines, **kwargs)
+            result = records.list_instances(ctx, engines=engines, **kwargs)
             self.assertTrue(result.complete, (label, result.failures))
             got = [r['uuid'] for r in result.instances]
             self.assertTrue(got, label)
@@ -271,7 +271,7 @@ class ListingLoadTest(mdb.ServersTestCase):
                 count += 1
                 start = time.perf_counter()
                 try:
-                    result = listing.list_instances(ctx, engines=engines,
+                    result = records.list_instances(ctx, engines=engines,
                                                     **kwargs)
                 except Exception as exc:  # noqa: BLE001 - reported below
                     errors.append('%s: %r' % (label, exc))

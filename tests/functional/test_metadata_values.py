@@ -24,8 +24,8 @@ from nova import context as nova_context
 import sqlalchemy as sa
 
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched import records as cli_lister
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 
 METADATA = instance_query.METADATA
@@ -85,7 +85,7 @@ class MetadataValuesMixin:
                         METADATA.c.key.is_not(None)))}
 
     def _listed(self, **kwargs):
-        result = listing.list_instances(
+        result = cli_lister.list_instances(
             nova_context.get_admin_context(), engines=self.world.engines,
             **kwargs)
         self.assertTrue(result.complete, result.failures)
@@ -101,7 +101,7 @@ class MetadataValuesMixin:
 
     def test_metadata_with_the_other_joined_fields_and_any_sort(self):
         """Blobs joined as well, a sort without an index, small batches."""
-        records = self._listed(fields=listing.DETAIL_FIELDS,
+        records = self._listed(fields=cli_lister.DETAIL_FIELDS,
                                sort_keys=['display_name'],
                                sort_dirs=['desc'], limit=4)
         self.assertEqual(4, len(records))

@@ -28,10 +28,10 @@ from nova import exception as nova_exception
 from nova.tests.functional.compute import test_instance_list
 
 from nova_cellsched import exception
-from nova_cellsched import listing
 from nova_cellsched.listing import order
-from nova_cellsched.listing import query as instance_query
-from nova_cellsched.listing import record_fields
+from nova_cellsched import records as cli_lister
+from nova_cellsched.records import fields as record_fields
+from nova_cellsched.records import query as instance_query
 
 #: Every non-secret instance column, so nova's assertions find them.
 ALL_COLUMNS = sorted(order.INSTANCE_COLUMNS -
@@ -70,7 +70,7 @@ class ListInstancesAsNova:
             # nova's DB API returns deleted rows unless told otherwise.
             query_filters.setdefault('deleted', None)
             try:
-                result = listing.list_instances(
+                result = cli_lister.list_instances(
                     ctx, cells=cell_mappings, filters=query_filters,
                     limit=limit, marker=marker, sort_keys=sort_keys,
                     sort_dirs=sort_dirs, fields=ALL_COLUMNS,

@@ -38,9 +38,9 @@ import sqlalchemy as sa
 from nova_cellsched.api import instance_list as api_lister
 from nova_cellsched import compat
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
 from nova_cellsched.listing import batches
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched import records
+from nova_cellsched.records import query as instance_query
 from tests.functional import db
 from tests.functional import nova_api
 
@@ -84,7 +84,7 @@ class CliOneCellPageTest(db.FunctionalTestCase):
         return [r.uuid for r in rows]
 
     def _list(self, limit, marker=None):
-        return listing.list_instances(self.member, limit=limit,
+        return records.list_instances(self.member, limit=limit,
                                       marker=marker,
                                       engines=self.world.engines)
 

@@ -20,7 +20,7 @@ from osprofiler import opts as profiler_opts
 from osprofiler import profiler
 
 from nova_cellsched.demo import seed
-from nova_cellsched import listing
+from nova_cellsched import records
 from tests.functional import db
 
 
@@ -47,9 +47,9 @@ class ListingTracePointsTest(db.FunctionalTestCase):
             self.events.append(info)
 
     def _list(self):
-        return listing.list_instances(
+        return records.list_instances(
             nova_context.get_admin_context(), limit=10,
-            fields=listing.DETAIL_FIELDS, engines=self.world.engines)
+            fields=records.DETAIL_FIELDS, engines=self.world.engines)
 
     def test_phases_are_trace_points_when_profiler_enabled(self):
         """Caller and worker phases share the caller's base id."""

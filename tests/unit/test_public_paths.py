@@ -44,19 +44,19 @@ class TestPublicPaths(testtools.TestCase):
         self.assertEqual([host_filter.ProjectCellFilter], classes)
 
     def test_listing_names(self):
-        """list_instances and the field sets stay at nova_cellsched.listing."""
-        from nova_cellsched import listing
-        from nova_cellsched.listing import lister
-        from nova_cellsched.listing import record_fields
-        self.assertIs(lister.list_instances, listing.list_instances)
-        self.assertIs(lister.admin_context, listing.admin_context)
-        self.assertIs(record_fields.DETAIL_FIELDS, listing.DETAIL_FIELDS)
-        self.assertIs(record_fields.BASE_FIELDS, listing.BASE_FIELDS)
-        self.assertIn('uuid', listing.BASE_FIELDS)
+        """list_instances and the field sets are at nova_cellsched.records."""
+        from nova_cellsched import records
+        from nova_cellsched.records import fields as record_fields
+        from nova_cellsched.records import lister
+        self.assertIs(lister.list_instances, records.list_instances)
+        self.assertIs(lister.admin_context, records.admin_context)
+        self.assertIs(record_fields.DETAIL_FIELDS, records.DETAIL_FIELDS)
+        self.assertIs(record_fields.BASE_FIELDS, records.BASE_FIELDS)
+        self.assertIn('uuid', records.BASE_FIELDS)
 
     def test_listing_unknown_name_is_an_attribute_error(self):
-        from nova_cellsched import listing
-        self.assertRaises(AttributeError, getattr, listing, 'no_such_name')
+        from nova_cellsched import records
+        self.assertRaises(AttributeError, getattr, records, 'no_such_name')
 
     def test_timing_format_table(self):
         from nova_cellsched.listing import timing
@@ -92,10 +92,12 @@ class TestPublicPaths(testtools.TestCase):
 
 
 class TestLayout(testtools.TestCase):
-    """Imports run one way: cmd/wsgi -> api/scheduler/listing/demo -> core.
+    """Imports run one way: cmd/wsgi -> api/scheduler/records/demo ->
+    listing -> core.
     """
 
-    PARTS = ('scheduler', 'listing', 'demo', 'cmd', 'api', 'wsgi', 'compat')
+    PARTS = ('scheduler', 'listing', 'records', 'demo', 'cmd', 'api', 'wsgi',
+             'compat')
 
     def _imports(self, path):
         tree = ast.parse(path.read_text())
@@ -125,10 +127,11 @@ class TestLayout(testtools.TestCase):
             'core': {'core'},
             'scheduler': {'core', 'scheduler', 'compat'},
             'listing': {'core', 'listing'},
+            'records': {'core', 'listing', 'records'},
             'demo': {'core', 'demo'},
             'api': {'core', 'api', 'listing', 'scheduler', 'compat'},
-            'cmd': {'core', 'cmd', 'listing', 'scheduler', 'demo', 'api',
-                    'compat'},
+            'cmd': {'core', 'cmd', 'listing', 'records', 'scheduler', 'demo',
+                    'api', 'compat'},
             'wsgi': {'core', 'wsgi', 'api'},
             # What nova must look like, below every part: it names the
             # parts' functions in compat/parts.py (strings), never
@@ -153,7 +156,8 @@ class TestLayout(testtools.TestCase):
 
     def test_public_modules_import(self):
         for name in ('nova_cellsched.filters', 'nova_cellsched.timing',
-                     'nova_cellsched.listing', 'nova_cellsched.conf'):
+                     'nova_cellsched.listing', 'nova_cellsched.records',
+                     'nova_cellsched.conf'):
             importlib.import_module(name)
 
     def test_the_installed_package_holds_no_maintainers_tool(self):

@@ -38,8 +38,8 @@ from nova_cellsched.api import selftest
 from nova_cellsched import compat
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import sources
-from nova_cellsched.listing import query as instance_query
 from nova_cellsched.listing import sorting
+from nova_cellsched.records import query as instance_query
 from tests import releases
 
 CONF = nova.conf.CONF

@@ -27,8 +27,8 @@ from nova.api.openstack import common as api_common
 from nova.api.openstack.compute.schemas import servers as servers_schema
 from oslotest import base
 
-from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import sorting
+from nova_cellsched.records import fields as record_fields
 
 
 class NovaConstantsTestCase(base.BaseTestCase):
@@ -56,7 +56,7 @@ class NovaConstantsTestCase(base.BaseTestCase):
 
     def test_listing_does_not_import_nova_api(self):
         """Importing the lister (and the CLI) leaves nova's API unloaded."""
-        code = ('import sys; import nova_cellsched.listing.lister; '
+        code = ('import sys; import nova_cellsched.records.lister; '
                 'import nova_cellsched.cmd.nova_setup; '
                 'print(sorted(m for m in sys.modules '
                 'if m.startswith(("nova.api", "nova.config"))))')

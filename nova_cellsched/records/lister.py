@@ -64,11 +64,11 @@ from nova_cellsched.listing import batches
 from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import order
 from nova_cellsched.listing import profiling
-from nova_cellsched.listing import query as instance_query
-from nova_cellsched.listing import record_fields
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
 from nova_cellsched.listing import timing
+from nova_cellsched.records import fields as record_fields
+from nova_cellsched.records import query as instance_query
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF

@@ -19,7 +19,7 @@ limit run in the database. Column names come from the tables themselves
 bound parameter.
 
 Pagination is keyset pagination on the full sort order (which always
-ends with the unique uuid), as :mod:`.order` builds it.
+ends with the unique uuid), as :mod:`nova_cellsched.listing.order` builds it.
 """
 
 import datetime
@@ -39,9 +39,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.engine import url as sa_url
 from sqlalchemy.sql import ColumnElement
 
-from nova_cellsched.listing import codec
 from nova_cellsched.listing import order
 from nova_cellsched.listing import sorting
+from nova_cellsched.records import codec
 
 INSTANCES = models.Instance.__table__
 EXTRA = models.InstanceExtra.__table__

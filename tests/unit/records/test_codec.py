@@ -23,7 +23,7 @@ import hypothesis
 from hypothesis import strategies as st
 from oslotest import base
 
-from nova_cellsched.listing import codec
+from nova_cellsched.records import codec
 
 # What a listing record holds: text (any code point a database returns),
 # integers, booleans, None, naive and aware datetimes, nested lists and

@@ -27,9 +27,9 @@ from typing import Any
 from oslo_log import log as logging
 
 from nova_cellsched import exception
-from nova_cellsched.listing import codec
 from nova_cellsched.listing import order
-from nova_cellsched.listing import query as instance_query
+from nova_cellsched.records import codec
+from nova_cellsched.records import query as instance_query
 
 LOG = logging.getLogger(__name__)
 
