@@ -98,9 +98,9 @@ import sqlalchemy as sa  # noqa: E402
 
 import nova_cellsched  # noqa: E402
 import nova_cellsched.api as cellsched_api  # noqa: E402
-from nova_cellsched.api import instance_list as api_instance_list  # noqa
-from nova_cellsched.api import request_state  # noqa: E402
-from nova_cellsched.api import view as api_view  # noqa: E402
+from nova_cellsched.api.hooks import instance_list as api_instance_list  # noqa
+from nova_cellsched.api.middleware import request_state  # noqa: E402
+from nova_cellsched.api.view import lookups as api_view  # noqa: E402
 
 import reporting  # noqa: E402
 import runinfo  # noqa: E402

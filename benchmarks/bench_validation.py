@@ -53,8 +53,8 @@ from nova.api.validation import validators
 from nova.tests.unit.api.openstack import fakes
 from oslo_serialization import jsonutils
 
-from nova_cellsched.api import schema_compiler
-from nova_cellsched.api import validation
+from nova_cellsched.api.validation import schema_compiler
+from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 from tests import schema_bodies
 

@@ -171,7 +171,7 @@ class RowsNotReread(CellschedError):
 
     The listing reads only the columns the list body shows; a request
     left to nova's view reads the rest from the servers' cells
-    (``nova_cellsched.api.render.materialize``), and one of them failed.
+    (``nova_cellsched.api.view.render.materialize``), and one of them failed.
 
     :ivar cell: the cell's uuid.
     """

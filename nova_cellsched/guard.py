@@ -32,7 +32,7 @@ connections pooled before the part was on are closed when it turns on
 (:func:`_close_idle_cell_connections`), not changed in place (the pool
 pings a connection before its ``checkout`` event, so a change there
 came one ping late). Other drivers keep theirs
-(``nova_cellsched.api.driver_advice`` says what to put in their URLs).
+(``nova_cellsched.api.hooks.driver_advice`` says what to put in their URLs).
 
 Used by nova-api's listing workers, its start-up check and the
 aggregate sync of the command line and nova-scheduler: a core module,
@@ -65,7 +65,7 @@ GRAIN = 0.1
 
 class GivenUp(Protocol):
     """What :func:`io_timeout` reads of a query its caller may give up on
-    (``nova_cellsched.api.stuck.Query``).
+    (``nova_cellsched.api.hooks.stuck.Query``).
     """
 
     abandoned: bool

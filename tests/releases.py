@@ -50,7 +50,7 @@ def skip_module_unless_nova_api_part() -> None:
     """Skip a whole test module of the nova-api filter on nova 31 to 33.
 
     Called before the module imports ``nova_cellsched.api`` modules that
-    cannot be imported there (``api/policies.py`` names
+    cannot be imported there (``api/middleware/policies.py`` names
     ``oslo_policy.policy.Operation``, which oslo.policy 4.x of nova 31
     and 32 has not). unittest's loader reports the module as skipped.
     """

@@ -37,9 +37,9 @@ from nova.api.validation import validators
 from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields as ovo_fields
 
-from nova_cellsched.api import response_stack
-from nova_cellsched.api import schema_compiler
-from nova_cellsched.api import validation
+from nova_cellsched.api.validation import response_stack
+from nova_cellsched.api.validation import schema_compiler
+from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 
 #: api-samples templates (shipped in nova's wheel with its tests).

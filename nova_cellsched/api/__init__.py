@@ -29,11 +29,11 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from nova_cellsched.api.patch import IncompatibleNova
-from nova_cellsched.api.patch import install
-from nova_cellsched.api.patch import is_installed
-from nova_cellsched.api.patch import uninstall
-from nova_cellsched.api import server_timing
+from nova_cellsched.api.middleware import server_timing
+from nova_cellsched.api.startup.install import IncompatibleNova
+from nova_cellsched.api.startup.install import install
+from nova_cellsched.api.startup.install import is_installed
+from nova_cellsched.api.startup.install import uninstall
 
 __all__ = ['IncompatibleNova', 'filter_factory', 'install', 'is_installed',
            'served', 'uninstall']
@@ -81,7 +81,7 @@ def _timing_options() -> tuple[bool, bool]:
 
 
 def _timing_audience(environ: dict[str, Any]) -> tuple[bool, bool]:
-    from nova_cellsched.api import policies
+    from nova_cellsched.api.middleware import policies
     return policies.audience(environ.get('nova.context'))
 
 
@@ -94,5 +94,5 @@ def served() -> dict[str, int]:
 
     Counts the listings of this process since it started.
     """
-    from nova_cellsched.api import instance_list
+    from nova_cellsched.api.hooks import instance_list
     return instance_list.SERVED.snapshot()

@@ -245,7 +245,7 @@ class Check(CellschedCommandMixin, lister.Lister):
     def _selftest(self) -> tuple[Sequence[str], Iterable[Sequence[Any]]]:
         import nova.conf
 
-        from nova_cellsched.api import selftest
+        from nova_cellsched.api.startup import selftest
 
         if not nova.conf.CONF.database.connection:
             raise exception.InvalidConfig(
@@ -307,7 +307,7 @@ def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT
     try:
         engine = query.create_engine(url, io_timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - a driver that is missing...
-        from nova_cellsched.api import driver_advice
+        from nova_cellsched.api.hooks import driver_advice
 
         advice = driver_advice.missing_module_advice(exc)
         return exception.driver_reason(exc) + (
@@ -372,8 +372,8 @@ SELFTEST_COLUMNS = ('Check', 'Detail', 'Result')
 
 
 def _nova_check() -> list[str]:
-    """The problems ``nova_cellsched.api.patch.check`` finds; [] if none."""
-    from nova_cellsched.api import patch
+    """The problems ``api.startup.install.check`` finds; [] if none."""
+    from nova_cellsched.api.startup import install as patch
 
     try:
         patch.check()

@@ -184,7 +184,7 @@ def check_driver(url: str, option: str) -> None:
         ``mysql``: mysqlclient, ``postgresql``: psycopg2, ...) cannot be
         found; the message names the package to install.
     """
-    from nova_cellsched.api import driver_advice
+    from nova_cellsched.api.hooks import driver_advice
 
     try:
         drivername = sa_url.make_url(url).drivername

@@ -101,7 +101,7 @@ def batch(cctxt: Any, filters: Any, limit: int | None,
     """One cell's rows, as nova's ``InstanceLister.get_by_filters``.
 
     Without nova's marker: the rows after the previous batch are asked
-    for by their sort values (:mod:`nova_cellsched.api.keyset` pages
+    for by their sort values (:mod:`nova_cellsched.api.hooks.keyset` pages
     the query nova builds here).
     """
     from nova.db.main import api as db

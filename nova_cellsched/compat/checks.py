@@ -337,7 +337,7 @@ def library_problems() -> list[str]:
 
 #: The jsonschema releases the verdict tests passed with, and the nova
 #: releases whose upper-constraints pin them. Not a gate: the compiler
-#: (:mod:`nova_cellsched.api.schema_compiler`) relies on the draft's
+#: (:mod:`nova_cellsched.api.validation.schema_compiler`) relies on the draft's
 #: semantics and jsonschema's public API only
 #: (:func:`jsonschema_problems`), so another release keeps the fast
 #: path; to add one, run the verdict tests with it (contributor guide).

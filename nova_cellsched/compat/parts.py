@@ -181,7 +181,7 @@ PARTS: tuple[Part, ...] = (
         service='nova-api',
         targets=(
             Swap('nova.db.main.api', 'sqlalchemyutils',
-                 'nova_cellsched.api.keyset:_PROXY'),
+                 'nova_cellsched.api.hooks.keyset:_PROXY'),
         ),
         sources=(
             Source('nova.db.main.api', 'instance_get_all_by_filters_sort',
@@ -193,7 +193,7 @@ PARTS: tuple[Part, ...] = (
         # keyset.one_row_per_instance reads, are checked by what they do
         # (keyset_sqlalchemy), not pinned by source: nova runs with any
         # SQLAlchemy its requirements allow.
-        checks=('nova_cellsched.api.keyset:fits',
+        checks=('nova_cellsched.api.hooks.keyset:fits',
                 'nova_cellsched.compat.checks:keyset_sqlalchemy'),
     ),
     Part(
@@ -203,12 +203,12 @@ PARTS: tuple[Part, ...] = (
         service='nova-api',
         targets=(
             Swap('nova.compute.instance_list', 'get_instance_objects_sorted',
-                 'nova_cellsched.api.instance_list:'
+                 'nova_cellsched.api.hooks.instance_list:'
                  'get_instance_objects_sorted'),
             Swap('nova.compute.instance_list', 'get_instances_sorted',
-                 'nova_cellsched.api.instance_list:get_instances_sorted'),
+                 'nova_cellsched.api.hooks.instance_list:get_instances_sorted'),
             Swap('nova.context', 'scatter_gather_cells',
-                 'nova_cellsched.api.instance_list:scatter_gather_cells'),
+                 'nova_cellsched.api.hooks.instance_list:scatter_gather_cells'),
         ),
         requires=('guard', 'keyset'),
         # oslo.versionedobjects' obj_make_list (nova.objects.base's), which
@@ -311,14 +311,14 @@ PARTS: tuple[Part, ...] = (
         targets=(
             Swap(_VIEWS + ':ViewBuilder',
                  '_get_instance_bdms_in_multiple_cells',
-                 'nova_cellsched.api.view:get_instance_bdms_in_multiple_cells',
+                 'nova_cellsched.api.view.lookups:get_instance_bdms_in_multiple_cells',
                  static=True),
             Swap(_VIEWS + ':ViewBuilder', 'index',
-                 'nova_cellsched.api.view:timed', wraps=True),
+                 'nova_cellsched.api.view.lookups:timed', wraps=True),
             Swap(_VIEWS + ':ViewBuilder', 'detail',
-                 'nova_cellsched.api.view:timed', wraps=True),
+                 'nova_cellsched.api.view.lookups:timed', wraps=True),
             Swap('nova.objects.instance:InstanceList', 'fill_faults',
-                 'nova_cellsched.api.view:fill_faults'),
+                 'nova_cellsched.api.view.lookups:fill_faults'),
         ),
         requires=('lister',),
         sources=(
@@ -405,7 +405,7 @@ PARTS: tuple[Part, ...] = (
         requires=('lister', 'view'),
         # The addresses view (views.ips from nova 32, views.addresses
         # before) is checked by what it answers, not pinned by source.
-        checks=('nova_cellsched.api.render:addresses_check',),
+        checks=('nova_cellsched.api.view.render:addresses_check',),
         sources=(
             Source('nova.api.openstack.compute.servers',
                    'ServersController._get_servers',
@@ -480,14 +480,16 @@ PARTS: tuple[Part, ...] = (
         service='nova-api',
         targets=(
             Swap(_SERVERS + ':ServersController', 'index',
-                 'nova_cellsched.api.validation:_served', wraps=True),
+                 'nova_cellsched.api.validation.validator:_served',
+                 wraps=True),
             Swap(_SERVERS + ':ServersController', 'detail',
-                 'nova_cellsched.api.validation:_served', wraps=True),
+                 'nova_cellsched.api.validation.validator:_served',
+                 wraps=True),
         ),
         # The libraries (jsonschema's public API, oslo.serialization's
         # JSON, oslo.versionedobjects' collections) are checked by what
         # they do, not pinned by source.
-        checks=('nova_cellsched.api.validation:stack_check',
+        checks=('nova_cellsched.api.validation.validator:stack_check',
                 'nova_cellsched.compat.checks:jsonschema_problems',
                 'nova_cellsched.compat.checks:validation_serialization'),
         sources=(
@@ -524,7 +526,7 @@ PARTS: tuple[Part, ...] = (
         service='nova-api',
         targets=(
             Swap('nova.utils', 'raise_if_old_compute',
-                 'nova_cellsched.api.startup:raise_if_old_compute'),
+                 'nova_cellsched.api.startup.service_versions:raise_if_old_compute'),
         ),
         requires=('guard',),
         sources=(
@@ -558,7 +560,7 @@ PARTS: tuple[Part, ...] = (
         service='nova-api',
         targets=(
             Swap('nova.objects.service', 'get_minimum_version_all_cells',
-                 'nova_cellsched.api.min_version:wrap', wraps=True),
+                 'nova_cellsched.api.hooks.min_version:wrap', wraps=True),
         ),
         requires=('lister',),
         sources=(

@@ -41,7 +41,7 @@ are reached:
   not asked again).
 
 The subclasses: ``nova_cellsched.records.lister`` (``nova-cellsched
-list``: its own SQL, records) and ``nova_cellsched.api.instance_list``
+list``: its own SQL, records) and ``nova_cellsched.api.hooks.instance_list``
 (nova-api: nova's DB API, rows for nova's objects).
 """
 

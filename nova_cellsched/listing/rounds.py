@@ -14,7 +14,7 @@
 
 One driver for both listers (the command line's,
 :mod:`nova_cellsched.records.lister`, and nova-api's,
-:mod:`nova_cellsched.api.instance_list`); each gives it a function that
+:mod:`nova_cellsched.api.hooks.instance_list`); each gives it a function that
 runs one round of batches over its own workers and database access.
 
 The first round asks every cell for *first* rows in parallel. A cell

@@ -122,7 +122,7 @@ def nova_order(sort_keys: Sequence[str] | None,
 
     The one normalisation both listers use (the command line's through
     :meth:`SortSpec.build`, nova-api's through
-    ``nova_cellsched.api.instance_list.sort_order``): nova's
+    ``nova_cellsched.api.hooks.instance_list.sort_order``): nova's
     ``InstanceSortContext`` (no keys: ``created_at desc, id desc``;
     ``uuid asc`` appended unless uuid is a key), then its DB API's
     ``process_sort_params(default_dir='desc')`` (missing directions are

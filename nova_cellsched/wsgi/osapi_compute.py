@@ -21,7 +21,8 @@ in place of ``nova.wsgi.osapi_compute:application``. It is nova's
 application, built by nova's ``wsgi_app.init_application`` from the same
 files (``OS_NOVA_CONFIG_DIR``, ``api-paste.ini``, ``nova.conf``), with one
 difference: the check of the oldest nova-compute version that nova makes
-in every cell before it serves is :mod:`nova_cellsched.api.startup`'s:
+in every cell before it serves is
+:mod:`nova_cellsched.api.startup.service_versions`'s:
 nova's answer (each cell within nova's 60 s), the cells asked in
 parallel, and no thread left on a frozen cell after that wait.
 
@@ -38,7 +39,7 @@ import threading  # noqa: E402
 
 from nova.api.openstack import wsgi_app  # noqa: E402
 
-from nova_cellsched.api import startup  # noqa: E402
+from nova_cellsched.api.startup import service_versions as startup  # noqa: E402
 
 NAME = 'osapi_compute'
 PROG = 'nova-api-os-compute'

@@ -19,7 +19,7 @@ from nova.tests.fixtures import conf as nova_conf_fixture
 import testtools.content
 
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import validation
+from nova_cellsched.api.validation import validator as validation
 from nova_cellsched.compat import core as compat_core
 from nova_cellsched.demo import api as demo_api
 

@@ -13,7 +13,8 @@
 """nova-cellsched's nova-api entry point, nova's ``CELL_TIMEOUT`` shorter.
 
 For the tests that start nova-api workers while a cell is frozen: the
-start-up check (:mod:`nova_cellsched.api.startup`) waits nova's
+start-up check (:mod:`nova_cellsched.api.startup.service_versions`) waits
+nova's
 ``nova.context.CELL_TIMEOUT`` (60 s) for every cell, read when it runs.
 Here it is the seconds of ``NOVA_CELLSCHED_TEST_CELL_TIMEOUT`` in
 uwsgi's environment, so such a test waits that long instead of a

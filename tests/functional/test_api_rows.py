@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Plain rows (``api/rows.py``) build the objects nova's entities build.
+"""Plain rows (``api/hooks/rows.py``) build the objects nova's entities build.
 
 One cell on each database, seeded as nova writes it and then given what
 the seed lacks: tags (servers with one, two and three tags, a tag on a
@@ -49,11 +49,11 @@ import sqlalchemy as sa
 import testresources
 import testtools
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import keyset
-from nova_cellsched.api import render
-from nova_cellsched.api import rows
-from nova_cellsched.api import selftest
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import keyset
+from nova_cellsched.api.hooks import rows
+from nova_cellsched.api.startup import selftest
+from nova_cellsched.api.view import render
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed

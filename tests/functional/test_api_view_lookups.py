@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The view's lookups (:mod:`nova_cellsched.api.view`) give nova's answers.
+"""The view's lookups (:mod:`.api.view.lookups`) give nova's answers.
 
 On MariaDB, PostgreSQL and SQLite, with rows written as nova writes
 them: block device mappings (several per server, written out of order,
@@ -35,7 +35,7 @@ from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from nova_cellsched.api import view
+from nova_cellsched.api.view import lookups as view
 from nova_cellsched.demo import seed
 from tests.functional import db as db_fixtures
 from tests.request_specs import stored_request_spec as _spec
@@ -294,7 +294,7 @@ class ViewLookupsTestMixin:
         returns twice (``_get_unique_filter_method``); the listing's
         server -> cell map must name that copy's cell, not the last's.
         """
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         uuid = sorted(self.world.all_uuids()['cell1'])[0]
         # Newer: first in nova's default order (created_at desc).
         self._copy_into(uuid, 'cell1', 'cell2',
@@ -302,7 +302,7 @@ class ViewLookupsTestMixin:
         # nova-api's own [database] (nova's DB API reads its scheme).
         self.cfg.config(  # type: ignore[attr-defined]
             connection=self.world.url_of('cell1'), group='database')
-        from nova_cellsched.api import request_state
+        from nova_cellsched.api.middleware import request_state
         ctx = nova_context.get_admin_context()
         with request_state.scope() as state:
             _lister, found = instance_list.get_instances_sorted(
@@ -328,7 +328,7 @@ class ViewLookupsTestMixin:
         the command line with its error, nova-api with nova's
         ``MarkerNotFound``.
         """
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         from nova_cellsched import compat
         from nova_cellsched import exception
         from nova_cellsched import records

@@ -28,7 +28,7 @@ import nova.conf
 from oslo_config import fixture as config_fixture
 from oslotest import base
 
-from nova_cellsched.api import patch
+from nova_cellsched.api.startup import install as patch
 from nova_cellsched.cmd import cellsched
 from nova_cellsched.compat import core as compat_core
 from tests.functional import nova_api
@@ -245,7 +245,7 @@ class CheckApiPasteTestCase(base.BaseTestCase):
             raise patch.IncompatibleNova(found)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.patch.check', incompatible))
+            'nova_cellsched.api.startup.install.check', incompatible))
         # The app parses nova's CONF (default locations) in this process.
         self.useFixture(config_fixture.Config(nova.conf.CONF))
         out, err = io.StringIO(), io.StringIO()

@@ -735,7 +735,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         """uuids from the API's lister (``get_instances_sorted``)."""
         from nova import objects
 
-        from nova_cellsched.api import instance_list as api_instance_list
+        from nova_cellsched.api.hooks import instance_list as api_instance_list
         from nova_cellsched import compat
         if not compat.is_on('keyset'):
             # The API lister's batches page by sort values through it.

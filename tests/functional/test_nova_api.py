@@ -59,7 +59,7 @@ import testtools
 import testtools.content
 
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import render
+from nova_cellsched.api.view import render
 from nova_cellsched import compat
 from tests.functional import nova_api
 from tests import server_timing_grammar as timing_grammar
@@ -582,7 +582,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         deleted is built by nova (which drops the group hint). Off:
         nova's lookups, the same bodies.
         """
-        from nova_cellsched.api import view
+        from nova_cellsched.api.view import lookups as view
         # nova 31 and 32 read faults through the list's context, not
         # cell by cell: nothing to narrow, nova's own fill_faults runs.
         per_cell = render.gates().faults_per_cell
@@ -625,7 +625,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         built by nova's view from nova's objects (the listing's same
         rows), and the bodies are still nova's.
         """
-        from nova_cellsched.api import view
+        from nova_cellsched.api.view import lookups as view
         self.useFixture(fixtures.MockPatchObject(render, 'MAX_VERSION',
                                                  '2.26'))
         before = view.USED.snapshot()['rows']
@@ -647,7 +647,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         """
         from oslo_db import exception as db_exc
 
-        from nova_cellsched.api import view
+        from nova_cellsched.api.view import lookups as view
         self.useFixture(fixtures.MockPatchObject(render, 'MAX_VERSION',
                                                  '2.26'))
         logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))

@@ -59,8 +59,8 @@ import sqlalchemy as sa
 import webob.exc
 
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import instance_list as api_instance_list
-from nova_cellsched.api import request_state
+from nova_cellsched.api.hooks import instance_list as api_instance_list
+from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched import gather
@@ -254,7 +254,7 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         """GET *path* through nova's controller: (body, seconds).
 
         In a request scope of its own, as the paste filter serves each
-        request (:func:`nova_cellsched.api.request_state.scope`).
+        request (:func:`nova_cellsched.api.middleware.request_state.scope`).
         """
         req = fakes.HTTPRequest.blank(path, version=version,
                                       use_admin_context=True)
@@ -304,7 +304,8 @@ class FrozenServerTestBase(mdb.ServersTestCase):
                 self.round_seconds.append(time.monotonic() - start)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.instance_list._Listing.round', timed_round))
+            'nova_cellsched.api.hooks.instance_list._Listing.round',
+            timed_round))
 
     def assert_listing_waited(self, within=BOUND):
         """The listing rounds since the last call took at most *within*.
@@ -794,7 +795,7 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
                     self.listing_seconds.append(time.monotonic() - start)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.instance_list._Listing.run', timed_run))
+            'nova_cellsched.api.hooks.instance_list._Listing.run', timed_run))
 
     def burst_bound(self, base, clients=None, path=DETAIL):
         """*base* plus twice the slowest listing of the same burst, healthy.
@@ -928,7 +929,7 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         """Workers for cells x (clients + stuck queries): nothing queues.
 
         The same freeze and clients with ``list_max_workers`` as
-        :func:`~nova_cellsched.api.instance_list.pool_size` sizes it for
+        :func:`~nova_cellsched.api.hooks.instance_list.pool_size` sizes it for
         4 request threads: every request lists every healthy cell,
         within the bound, the frozen cells reported down.
         """

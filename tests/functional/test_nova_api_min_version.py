@@ -30,8 +30,8 @@ from nova import objects
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from nova_cellsched.api import instance_list as api_instance_list
-from nova_cellsched.api import min_version
+from nova_cellsched.api.hooks import instance_list as api_instance_list
+from nova_cellsched.api.hooks import min_version
 from nova_cellsched import compat
 from tests.functional import test_nova_api_faults as faults
 

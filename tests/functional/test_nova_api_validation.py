@@ -36,7 +36,7 @@ from nova.tests.functional import fixtures as func_fixtures
 from oslo_serialization import jsonutils
 from testtools.content import text_content
 
-from nova_cellsched.api import validation
+from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 from nova_cellsched.compat import core as compat_core
 from tests.functional import nova_api

@@ -35,7 +35,7 @@ from nova import objects
 from nova import test
 import sqlalchemy as sa
 
-from nova_cellsched.api import instance_list as api_lister
+from nova_cellsched.api.hooks import instance_list as api_lister
 from nova_cellsched import compat
 from nova_cellsched.demo import seed
 from nova_cellsched.listing import batches

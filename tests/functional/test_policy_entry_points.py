@@ -30,7 +30,7 @@ from tests import releases
 
 releases.skip_module_unless_nova_api_part()
 
-from nova_cellsched.api import policies  # noqa: E402
+from nova_cellsched.api.middleware import policies  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GROUPS = ('oslo.policy.policies', 'oslo.policy.enforcer')

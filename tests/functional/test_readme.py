@@ -239,7 +239,7 @@ class GuideTest(base.BaseTestCase):
 
     def test_nova_check_section_says_what_is_checked(self):
         """The numbers and release the guide gives are the code's."""
-        from nova_cellsched.api import selftest
+        from nova_cellsched.api.startup import selftest
         from nova_cellsched import compat
         from nova_cellsched.compat import parts
 
@@ -276,16 +276,17 @@ class GuideTest(base.BaseTestCase):
 
     def test_start_up_check_line_is_the_codes(self):
         """The start-up check's line quoted in the uwsgi guide."""
-        from nova_cellsched.api import startup
+        from nova_cellsched.api.startup import service_versions as startup
 
         (line,) = self._quoted_lines(
-            'admin/nova-api-uwsgi', 'INFO nova_cellsched.api.startup [-] ')
+            'admin/nova-api-uwsgi',
+            'INFO nova_cellsched.api.startup.service_versions [-] ')
         self.assertEqual(startup.checked_message(74, 4, 4, 0.031, 60.0),
                          line)
 
     def test_nova_api_log_lines_are_the_codes(self):
         """Each start-up line the guide quotes is the one install() logs."""
-        from nova_cellsched.api import patch
+        from nova_cellsched.api.startup import install as patch
         from nova_cellsched import compat
 
         from nova_cellsched.compat import hashing
@@ -296,8 +297,8 @@ class GuideTest(base.BaseTestCase):
         self.assertEqual([tested.version], matched[1])
         on = ['guard', 'keyset', 'lister', 'view', 'render', 'validation',
               'min_version']
-        info = self._quoted_lines('admin/nova-api',
-                                  'INFO nova_cellsched.api.patch [-] ')
+        info = self._quoted_lines(
+            'admin/nova-api', 'INFO nova_cellsched.api.startup.install [-] ')
         self.assertEqual(
             [patch.installed_message(True, tested.version, matched, on),
              patch.installed_message(False, tested.version, matched, on)],

@@ -46,8 +46,8 @@ from tests import releases
 
 releases.skip_module_unless_nova_api_part()
 
-from nova_cellsched.api import policies  # noqa: E402
-from nova_cellsched.api import server_timing  # noqa: E402
+from nova_cellsched.api.middleware import policies  # noqa: E402
+from nova_cellsched.api.middleware import server_timing  # noqa: E402
 from tests.functional import nova_api  # noqa: E402
 from tests import server_timing_grammar as timing_grammar  # noqa: E402
 

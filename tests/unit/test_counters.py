@@ -16,9 +16,9 @@ import threading
 
 import testtools
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import validation
-from nova_cellsched.api import view
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.validation import validator as validation
+from nova_cellsched.api.view import lookups as view
 from nova_cellsched import counters
 
 

@@ -33,7 +33,7 @@ from oslo_config import cfg
 from oslo_config import generator
 from oslotest import base
 
-from nova_cellsched.api import patch
+from nova_cellsched.api.startup import install as patch
 from nova_cellsched import conf
 from tests import releases
 

@@ -25,7 +25,7 @@ from oslotest import base
 import pymysql
 import sqlalchemy as sa
 
-from nova_cellsched.api import stuck as stuck_queries
+from nova_cellsched.api.hooks import stuck as stuck_queries
 from nova_cellsched import compat
 from nova_cellsched import guard
 from tests.functional import slow_proxy

@@ -12,7 +12,7 @@
 
 """The view's lookups after a listing, on the listing's workers.
 
-:func:`nova_cellsched.api.instance_list.scatter_gather_listed_cells`
+:func:`nova_cellsched.api.hooks.instance_list.scatter_gather_listed_cells`
 answers as nova's ``scatter_gather_cells`` does (a result, an exception
 or ``did_not_respond_sentinel`` per cell), but runs each cell's call on
 the listing's workers, waits at most ``[cellsched] list_cell_timeout``,
@@ -31,9 +31,9 @@ from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
 import testtools
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import request_state
-from nova_cellsched.api import stuck
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import stuck
+from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
 from tests import silent
 from tests.unit.api import cells

@@ -31,10 +31,10 @@ import sqlalchemy as sa
 
 from cellsched_tools import maintainer
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import patch
-from nova_cellsched.api import rows
-from nova_cellsched.api import selftest
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import rows
+from nova_cellsched.api.startup import install as patch
+from nova_cellsched.api.startup import selftest
 from nova_cellsched import compat
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import sources
@@ -234,8 +234,9 @@ class TestInstall(_Base):
 
         self.useFixture(fixtures.MonkeyPatch('threading.local', GreenLocal))
         error = self.assertRaises(patch.IncompatibleNova, patch.check)
-        self.assertIn('nova_cellsched.api.keyset was made before threading '
-                      'was monkey-patched', '; '.join(error.problems))
+        self.assertIn('nova_cellsched.api.hooks.keyset was made before '
+                      'threading was monkey-patched',
+                      '; '.join(error.problems))
 
     def test_missing_function_refuses(self):
         self.useFixture(fixtures.MonkeyPatch(
@@ -546,7 +547,7 @@ class TestSelfTest(_Base):
         it.
         """
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.keyset.one_row_per_instance',
+            'nova_cellsched.api.hooks.keyset.one_row_per_instance',
             lambda query: query))
         patch.check()  # the static checks cannot see it
         problems, _seconds = selftest.run(timeout=SELFTEST_WAIT)
@@ -597,7 +598,7 @@ class TestSelfTest(_Base):
                          if c.key != 'display_description')
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.rows._columns', columns))
+            'nova_cellsched.api.hooks.rows._columns', columns))
         problems, _seconds = selftest.run(timeout=SELFTEST_WAIT)
         self.assertIn('display_description', ' '.join(problems))
         self._assert_nova_untouched()
@@ -614,7 +615,7 @@ class TestSelfTest(_Base):
             return found
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.rows.Loader.load', loses_a_tag))
+            'nova_cellsched.api.hooks.rows.Loader.load', loses_a_tag))
         problems, _seconds = selftest.run(timeout=SELFTEST_WAIT)
         self.assertIn('servers differ at', ' '.join(problems))
         self.assertIn('.tags.', ' '.join(problems))

@@ -26,7 +26,7 @@ import hypothesis
 from hypothesis import strategies as st
 from nova import test
 
-from nova_cellsched.api import instance_list
+from nova_cellsched.api.hooks import instance_list
 
 
 class TestPoolSize(test.NoDBTestCase):
@@ -58,7 +58,7 @@ class TestExecutor(test.NoDBTestCase):
         answer (nova 31 has eventlet only): set here, on every release.
         """
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.instance_list._threading', lambda: True))
+            'nova_cellsched.api.hooks.instance_list._threading', lambda: True))
         self.addCleanup(sys.modules.pop, 'uwsgi', None)
         sys.modules['uwsgi'] = types.SimpleNamespace(
             opt={'threads': threads})
@@ -139,7 +139,7 @@ class TestExecutorAfterFork(test.NoDBTestCase):
 
 def _stuck_query():
     """A query of cell1 that ran and was given up on (stuck, here)."""
-    from nova_cellsched.api import stuck
+    from nova_cellsched.api.hooks import stuck
 
     query = stuck.Query('cell1')
     instance_list.STUCK.begin(query)

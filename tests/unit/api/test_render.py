@@ -28,7 +28,7 @@ from nova import objects
 from oslo_serialization import jsonutils
 import testtools
 
-from nova_cellsched.api import render
+from nova_cellsched.api.view import render
 
 objects.register_all()
 

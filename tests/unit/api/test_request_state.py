@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""One request's state (:mod:`nova_cellsched.api.request_state`).
+"""One request's state (:mod:`nova_cellsched.api.middleware.request_state`).
 
 Each request sees its own state from its entry to its response, and no
 other request ever sees it: not one served at the same time by another
@@ -29,10 +29,10 @@ import threading
 from nova import context as nova_context
 import testtools
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import request_state
-from nova_cellsched.api import server_timing
-from nova_cellsched.api import stuck
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import stuck
+from nova_cellsched.api.middleware import request_state
+from nova_cellsched.api.middleware import server_timing
 from tests.unit.api import cells
 
 def _threading():

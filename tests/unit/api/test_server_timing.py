@@ -16,7 +16,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from nova_cellsched.api import server_timing
+from nova_cellsched.api.middleware import server_timing
 from tests import server_timing_grammar as grammar
 
 

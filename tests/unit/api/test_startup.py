@@ -31,9 +31,9 @@ from nova.objects import service as service_obj
 from nova import test
 from nova import utils as nova_utils
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import patch
-from nova_cellsched.api import startup
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.startup import install as patch
+from nova_cellsched.api.startup import service_versions as startup
 from nova_cellsched import compat
 from tests import silent
 
@@ -124,7 +124,7 @@ class TestBoundedStartUpCheck(test.TestCase):
     def test_logs_what_it_found(self):
         self._world()
         logs = self.useFixture(fixtures.FakeLogger(
-            name='nova_cellsched.api.startup'))
+            name='nova_cellsched.api.startup.service_versions'))
         startup.raise_if_old_compute()
         self.assertIn('oldest nova-compute service version %d across 4 '
                       'cells, 4 answered' % (OLDEST + 1), logs.output)
@@ -146,7 +146,8 @@ class TestBoundedStartUpCheck(test.TestCase):
             return original(context, binaries, seconds)
 
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.startup._cell_minimum', cell_minimum))
+            'nova_cellsched.api.startup.service_versions._cell_minimum',
+            cell_minimum))
         return release
 
     def test_a_cell_answering_after_list_cell_timeout_still_counts(self):
@@ -173,7 +174,7 @@ class TestBoundedStartUpCheck(test.TestCase):
             'nova.context.CELL_TIMEOUT', 0.5))
         self._slow_cell('cell3')
         logs = self.useFixture(fixtures.FakeLogger(
-            name='nova_cellsched.api.startup'))
+            name='nova_cellsched.api.startup.service_versions'))
         self.assertIsNone(startup.raise_if_old_compute())
         self.assertIn('Cell cell3(%s) did not answer the start-up check'
                       % self.by_name['cell3'].uuid, logs.output)
@@ -202,7 +203,7 @@ class TestBoundedStartUpCheck(test.TestCase):
     def test_without_api_database_nova_checks_its_own_cell(self):
         calls = []
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.startup.ORIGINAL',
+            'nova_cellsched.api.startup.service_versions.ORIGINAL',
             lambda: calls.append('nova')))
         self.flags(connection=None, group='api_database')
         startup.raise_if_old_compute()

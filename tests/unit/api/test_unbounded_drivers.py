@@ -24,9 +24,9 @@ from nova import objects
 from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 
-from nova_cellsched.api import driver_advice
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import startup
+from nova_cellsched.api.hooks import driver_advice
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.startup import service_versions as startup
 
 PASSWORD = 'pw-b0a7c1'
 
@@ -91,7 +91,7 @@ class TestWarning(test.NoDBTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.driver_advice._WARNED', set()))
+            'nova_cellsched.api.hooks.driver_advice._WARNED', set()))
 
     def cell(self, url, name='cell1', uuid=uuids.cell1):
         cell = objects.CellMapping(uuid=uuid, name=name,

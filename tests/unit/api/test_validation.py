@@ -37,8 +37,8 @@ from nova import test
 from nova.tests.unit.api.openstack import fakes
 from testtools.content import text_content
 
-from nova_cellsched.api import schema_compiler
-from nova_cellsched.api import validation
+from nova_cellsched.api.validation import schema_compiler
+from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 from nova_cellsched.compat import core as compat_core
 from nova_cellsched.compat import hashing
@@ -289,7 +289,7 @@ class TestFaults(test.NoDBTestCase):
         self.flags(response_validation='error', group='api')
         self.req = fakes.HTTPRequest.blank('/v2.1/servers', version='2.1')
         self.logger = self.useFixture(fixtures.FakeLogger(
-            name='nova_cellsched.api.validation', level='WARNING'))
+            name='nova_cellsched.api.validation.validator', level='WARNING'))
 
     def test_uncompilable_schema_is_validated_by_nova(self):
         schema = {'type': 'object', '$ref': '#/$defs/x',

@@ -29,7 +29,7 @@ import nova.conf
 
 from cellsched_tools import maintainer
 import nova_cellsched.api as cellsched_api
-from nova_cellsched.api import patch
+from nova_cellsched.api.startup import install as patch
 from nova_cellsched import compat
 from nova_cellsched.compat import checks
 from nova_cellsched.compat import core
@@ -191,7 +191,7 @@ class TheSameAnswerEverywhereTest(_Base):
         self.assertIn('lister (requires keyset)', line)
 
     def test_the_self_test_runs_the_library_checks(self):
-        from nova_cellsched.api import selftest
+        from nova_cellsched.api.startup import selftest
 
         self.forget_joins()
         problems, _seconds = selftest.run(timeout=300.0)

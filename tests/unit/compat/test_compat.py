@@ -498,7 +498,7 @@ class TestAdapterHooks(_Base):
         return adapter
 
     def test_the_listing_asks_nova_through_the_adapter(self):
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
 
         asked = []
 
@@ -523,7 +523,7 @@ class TestAdapterHooks(_Base):
         self.assertEqual(([], []), (list(found), down))
 
     def test_a_down_cell_fails_the_listing_with_the_adapters_error(self):
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         from nova_cellsched import gather
 
         def not_responding(cell_uuid):

@@ -351,7 +351,7 @@ class NovaOrderTestCase(base.BaseTestCase):
         st.data())
     def test_command_line_and_api_orders_are_the_same(self, keys, data):
         """SortSpec.build (the CLI) and the API's sort_order agree."""
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         dirs = data.draw(st.lists(st.sampled_from(['asc', 'desc']),
                                   max_size=len(keys)))
         self.assertEqual(instance_list.sort_order(keys, dirs),
@@ -361,7 +361,7 @@ class NovaOrderTestCase(base.BaseTestCase):
     def test_api_sort_order_raises_novas_invalid_input(self):
         from nova import exception as nova_exception
 
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         error = self.assertRaises(nova_exception.InvalidInput,
                                   instance_list.sort_order, ['host'],
                                   ['sideways'])

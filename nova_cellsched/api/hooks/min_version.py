@@ -45,8 +45,8 @@ from typing import Any
 from nova import context as nova_context
 from oslo_log import log as logging
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import request_state
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.middleware import request_state
 
 LOG = logging.getLogger(__name__)
 

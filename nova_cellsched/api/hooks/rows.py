@@ -38,7 +38,7 @@ later nova) is left to nova's loading: :func:`supports` says so.
 Given *columns*, a batch reads only those instance columns, and of its
 one-to-one joins only what a server list body shows (the info cache's
 ``network_info``, the instance_extra columns nova asks for): rows for the
-renderer (``nova_cellsched.api.render``), never for nova's objects.
+renderer (``nova_cellsched.api.view.render``), never for nova's objects.
 :func:`reread` reads the rest of such rows by uuid.
 """
 

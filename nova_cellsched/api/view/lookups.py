@@ -69,9 +69,9 @@ from typing import Any
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_cellsched.api import instance_list
-from nova_cellsched.api import request_state
-from nova_cellsched.api import server_timing
+from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.middleware import request_state
+from nova_cellsched.api.middleware import server_timing
 from nova_cellsched import counters
 
 LOG = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class _PerCell:
     def rows(cls, cctxt: Any, by_cell: dict[str, list[str]],
              columns_to_join: Sequence[str]) -> dict[str, dict[str, Any]]:
         """This cell's listed servers' whole rows (:func:`whole_rows`)."""
-        from nova_cellsched.api import rows as rows_mod
+        from nova_cellsched.api.hooks import rows as rows_mod
         return rows_mod.reread(cctxt, by_cell.get(cctxt.cell_uuid, []),
                                columns_to_join)
 
@@ -164,7 +164,7 @@ def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
                     *args: Any) -> dict[str, Any]:
     """``fn(cctxt, by_cell, *args)`` in each cell, on the listing's workers.
 
-    :func:`nova_cellsched.api.instance_list.scatter_gather_listed_cells`:
+    :func:`nova_cellsched.api.hooks.instance_list.scatter_gather_listed_cells`:
     nova's ``scatter_gather_cells`` answer, within ``[cellsched]
     list_cell_timeout`` and off nova's ``cell_worker`` pool.
     """
@@ -193,7 +193,7 @@ def whole_rows(ctxt: Any, uuids: Sequence[str],
 
     Every instance column, and the info cache and instance_extra as
     nova's objects read them for the listing's *columns_to_join*
-    (:func:`nova_cellsched.api.rows.reread`), each cell asked on the
+    (:func:`nova_cellsched.api.hooks.rows.reread`), each cell asked on the
     listing's workers (:func:`in_listed_cells`).
 
     :raises nova_cellsched.exception.RowsNotReread: a cell failed or
@@ -285,7 +285,7 @@ def fill_faults(self: Any) -> Any:
         (none yet for a list the renderer will render).
     """
     # Imported here: render imports this module.
-    from nova_cellsched.api import render
+    from nova_cellsched.api.view import render
 
     uuids = [inst.uuid for inst in self]
     if not (uuids and _options()[2] and render.gates().faults_per_cell):
@@ -482,7 +482,7 @@ def timed(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     *original*. Its wall time is the request's ``view`` phase; put in by
     :mod:`nova_cellsched.compat`.
     """
-    from nova_cellsched.api import render
+    from nova_cellsched.api.view import render
 
     rendered = render.index if name == 'index' else render.detail
 

@@ -99,7 +99,7 @@ def install() -> bool:
         check()
         found = compat.install(compat.API_PARTS)
         if found['lister']:
-            from nova_cellsched.api import instance_list
+            from nova_cellsched.api.hooks import instance_list
 
             # A pool started for the lister (the start-up check's) has
             # nothing to serve.
@@ -167,7 +167,7 @@ def uninstall() -> bool:
     with _LOCK:
         if not compat.is_on('lister'):
             return False
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
 
         compat.restore(compat.API_PARTS)
         instance_list.shutdown()

@@ -201,5 +201,5 @@ def fits() -> list[str]:
     if module is not oslo_utils and not core.is_on('keyset'):
         problems.append("nova.db.main.api.sqlalchemyutils is not oslo.db's "
                         'sqlalchemy.utils (found %r)' % (module,))
-    return problems + checks.per_thread('nova_cellsched.api.keyset',
+    return problems + checks.per_thread('nova_cellsched.api.hooks.keyset',
                                         local_state())

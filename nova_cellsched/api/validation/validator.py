@@ -61,10 +61,10 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from nova_cellsched.api import response_stack
-from nova_cellsched.api import schema_compiler
-from nova_cellsched.api.schema_compiler import Check
-from nova_cellsched.api import server_timing
+from nova_cellsched.api.middleware import server_timing
+from nova_cellsched.api.validation import response_stack
+from nova_cellsched.api.validation import schema_compiler
+from nova_cellsched.api.validation.schema_compiler import Check
 from nova_cellsched import counters
 
 LOG = logging.getLogger(__name__)

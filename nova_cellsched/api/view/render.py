@@ -53,7 +53,7 @@ import netaddr
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_cellsched.api import request_state
+from nova_cellsched.api.middleware import request_state
 from nova_cellsched import counters
 
 #: The newest microversion whose list bodies this module renders. The
@@ -272,7 +272,7 @@ def materialize(found: Stash, instances: Iterable[Any]) -> None:
     """
     from nova import objects
 
-    from nova_cellsched.api import view as view_lookups
+    from nova_cellsched.api.view import lookups as view_lookups
 
     expected = [a for a in found.expected_attrs if a != 'fault']
     todo = [instance for instance in instances
@@ -888,7 +888,7 @@ def _faults(found: Stash, instances: Sequence[Any]) -> dict[str, Any]:
     from each one's own cell. A server the listing did not serve has
     none read here: nova's view reads its fault itself (``_load_fault``).
     """
-    from nova_cellsched.api import view as view_lookups
+    from nova_cellsched.api.view import lookups as view_lookups
 
     if not found.faults_deferred:
         return {}
@@ -931,7 +931,7 @@ class _Fault:
 def _request_spec_fields(context: Any, uuids: list[str], hints: bool
                          ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Zones and hints from the request specs, as ``_list_view``."""
-    from nova_cellsched.api import view as view_lookups
+    from nova_cellsched.api.view import lookups as view_lookups
 
     if view_lookups._options()[1]:
         return view_lookups.request_spec_fields(context, uuids, hints)

@@ -67,13 +67,13 @@ from nova import context as nova_context
 from nova import exception as nova_exception
 from oslo_log import log as logging
 
-from nova_cellsched.api import driver_advice
-from nova_cellsched.api import keyset
-from nova_cellsched.api import render
-from nova_cellsched.api import request_state
-from nova_cellsched.api import rows as rows_mod
-from nova_cellsched.api import server_timing
-from nova_cellsched.api import stuck
+from nova_cellsched.api.hooks import driver_advice
+from nova_cellsched.api.hooks import keyset
+from nova_cellsched.api.hooks import rows as rows_mod
+from nova_cellsched.api.hooks import stuck
+from nova_cellsched.api.middleware import request_state
+from nova_cellsched.api.middleware import server_timing
+from nova_cellsched.api.view import render
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import counters

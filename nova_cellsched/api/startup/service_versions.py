@@ -59,8 +59,8 @@ from nova import utils as nova_utils
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from nova_cellsched.api import driver_advice
-from nova_cellsched.api import instance_list
+from nova_cellsched.api.hooks import driver_advice
+from nova_cellsched.api.hooks import instance_list
 from nova_cellsched import compat
 from nova_cellsched.compat import adapter
 from nova_cellsched import conf as conf_mod

@@ -354,7 +354,7 @@ def _replacement_on() -> Iterator[None]:
     import nova.conf
     from oslo_config import cfg
 
-    from nova_cellsched.api import instance_list
+    from nova_cellsched.api.hooks import instance_list
     from nova_cellsched import conf as conf_mod
 
     conf = nova.conf.CONF
@@ -546,7 +546,7 @@ def _stop_pools_started(before: list[Any]) -> None:
     Nothing of it must outlive it: the process that ran it (the
     command's, a test's) starts its pools on first use, as without it.
     """
-    from nova_cellsched.api import instance_list
+    from nova_cellsched.api.hooks import instance_list
     from nova_cellsched.compat import adapter
 
     instance_list.shutdown()
@@ -622,7 +622,7 @@ def run(replacement: Callable[..., Any] | None = None,
     from nova_cellsched.compat import checks
 
     if replacement is None:
-        from nova_cellsched.api import instance_list
+        from nova_cellsched.api.hooks import instance_list
         replacement = instance_list.get_instances_sorted
     problems: list[str] = []
     started = time.monotonic()

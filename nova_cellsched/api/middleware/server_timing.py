@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from nova_cellsched.api import request_state
+from nova_cellsched.api.middleware import request_state
 from nova_cellsched.listing import profiling
 
 #: Phases of a served list, in header order (``other`` is derived).

@@ -118,10 +118,10 @@ class RequestState:
     #: ``nova_cellsched.gather.Deadline``); None before its first call.
     deadline: Any = None
     #: The listing's rows for the view to render
-    #: (a ``nova_cellsched.api.render.Stash``); None if it built objects.
+    #: (a ``nova_cellsched.api.view.render.Stash``); None if it built objects.
     stash: Any = None
     #: While a listing for the renderer runs: the instance columns its
-    #: rows need (``nova_cellsched.api.render.ROW_COLUMNS``); else None.
+    #: rows need (``nova_cellsched.api.view.render.ROW_COLUMNS``); else None.
     row_columns: frozenset[str] | None = None
 
     def cells_deadline(self, start: Callable[[], Any]) -> Any:
