@@ -208,7 +208,7 @@ PARTS: tuple[Part, ...] = (
             Swap('nova.compute.instance_list', 'get_instances_sorted',
                  'nova_cellsched.api.hooks.instance_list:get_instances_sorted'),
             Swap('nova.context', 'scatter_gather_cells',
-                 'nova_cellsched.api.hooks.instance_list:scatter_gather_cells'),
+                 'nova_cellsched.api.hooks.pool:scatter_gather_cells'),
         ),
         requires=('guard', 'keyset'),
         # oslo.versionedobjects' obj_make_list (nova.objects.base's), which

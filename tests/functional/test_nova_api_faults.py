@@ -60,6 +60,7 @@ import webob.exc
 
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api.hooks import instance_list as api_instance_list
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
@@ -75,7 +76,7 @@ SECRET_FORMS = (PASSWORD, urllib.parse.quote_plus(PASSWORD),
 #: ``[cellsched] list_cell_timeout`` in these tests.
 CELL_TIMEOUT = 2.0
 #: What any one blocking call on a cell may take.
-IO_TIMEOUT = api_instance_list.io_timeout(CELL_TIMEOUT)
+IO_TIMEOUT = pool.io_timeout(CELL_TIMEOUT)
 #: How late a frozen cell is given up on, past its budget: its silence
 #: is seen, and counted from there, up to one look late each.
 LOOKS = 2 * gather.SILENCE_POLL
@@ -199,8 +200,8 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         self._heal()
         self.addCleanup(self._heal)
         # No cell held down by an earlier test of this process.
-        api_instance_list.HEALTH.forget()
-        self.addCleanup(api_instance_list.HEALTH.forget)
+        pool.HEALTH.forget()
+        self.addCleanup(pool.HEALTH.forget)
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         # Parsed (no files), as nova-api's is: nova's policy reads it.
         CONF([], project='nova', default_config_files=[])
@@ -330,10 +331,10 @@ class FrozenServerTestBase(mdb.ServersTestCase):
 
     def wait_for_stuck_queries_to_end(self, seconds=30):
         deadline = time.monotonic() + seconds
-        while api_instance_list.STUCK.snapshot():
+        while pool.STUCK.snapshot():
             if time.monotonic() > deadline:
                 self.fail('queries still stuck %.0fs after the thaw: %s'
-                          % (seconds, api_instance_list.STUCK.snapshot()))
+                          % (seconds, pool.STUCK.snapshot()))
             time.sleep(0.05)
 
     def wait_for_no_cell_io(self, within):
@@ -346,12 +347,12 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         deadline = time.monotonic() + within
         while True:
             blocked = threads_in_pymysql_io()
-            if not blocked and not api_instance_list.STUCK.snapshot():
+            if not blocked and not pool.STUCK.snapshot():
                 return
             if time.monotonic() > deadline:
                 self.fail('%.0fs later, stuck queries %s, threads '
                           'blocked on a cell:\n%s'
-                          % (within, api_instance_list.STUCK.snapshot(),
+                          % (within, pool.STUCK.snapshot(),
                              '\n'.join(blocked)))
             time.sleep(0.1)
 
@@ -466,7 +467,7 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
             threads.append(threading.active_count())
             connections.append(connections_to(port))
             self.assertLessEqual(
-                sum(api_instance_list.STUCK.snapshot().values()), STUCK_CAP)
+                sum(pool.STUCK.snapshot().values()), STUCK_CAP)
         self.assertLessEqual(max(threads), threads_before + STUCK_CAP + 2,
                              threads)
         self.assertLessEqual(max(connections),
@@ -562,7 +563,7 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         cell3 = self.world.cells['cell3'].uuid
         self.assertIn('Cell %s did not answer' % cell3, self.logs.output)
         self.assertEqual([cell3],
-                         list(api_instance_list.HEALTH.snapshot()))
+                         list(pool.HEALTH.snapshot()))
         self.victim.thaw()
         everything = self.uuids_of(*self.expected)
         deadline = time.monotonic() + SAFETY
@@ -590,13 +591,13 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         started by the deadline): an empty page from healthy cells.
         """
         everything = self.uuids_of(*self.expected)
-        api_instance_list.shutdown()
+        pool.shutdown()
         self.cfg.config(list_max_workers=1, group='cellsched')
-        self.addCleanup(api_instance_list.shutdown)
+        self.addCleanup(pool.shutdown)
         bound = self.frozen_bound() - BOUND + BUSY_BOUND
         release = threading.Event()
         self.addCleanup(release.set)
-        busy = api_instance_list._executor().submit(release.wait, 60)
+        busy = pool.executor().submit(release.wait, 60)
         # Released long after the bound, so that a lister that waits for
         # the worker fails the test instead of hanging it.
         timer = threading.Timer(bound + CELL_TIMEOUT * 2, release.set)
@@ -876,9 +877,9 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         listing's deadline was reported down (a page without its rows).
         """
         self.wait_for_stuck_queries_to_end()
-        api_instance_list.shutdown()
+        pool.shutdown()
         self.cfg.config(list_max_workers=4, group='cellsched')
-        self.addCleanup(api_instance_list.shutdown)
+        self.addCleanup(pool.shutdown)
         bound = self.burst_bound(BUSY_BOUND)
         self.freeze()
         healthy = self.uuids_of('cell0', 'cell1', 'cell2')
@@ -910,9 +911,9 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         body, _ = self.detail()
         healthy = self.uuids_of('cell0', 'cell1', 'cell2')
         first = [s['id'] for s in body['servers'] if s['id'] in healthy][:10]
-        api_instance_list.shutdown()
+        pool.shutdown()
         self.cfg.config(list_max_workers=4, group='cellsched')
-        self.addCleanup(api_instance_list.shutdown)
+        self.addCleanup(pool.shutdown)
         bound = self.burst_bound(BUSY_BOUND, clients=16,
                                  path=DETAIL + '&limit=10')
         self.freeze()
@@ -929,16 +930,16 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         """Workers for cells x (clients + stuck queries): nothing queues.
 
         The same freeze and clients with ``list_max_workers`` as
-        :func:`~nova_cellsched.api.hooks.instance_list.pool_size` sizes it for
+        :func:`~nova_cellsched.api.hooks.pool.pool_size` sizes it for
         4 request threads: every request lists every healthy cell,
         within the bound, the frozen cells reported down.
         """
         self.wait_for_stuck_queries_to_end()
-        api_instance_list.shutdown()
-        self.cfg.config(list_max_workers=api_instance_list.pool_size(
+        pool.shutdown()
+        self.cfg.config(list_max_workers=pool.pool_size(
             len(self.expected), self.CLIENTS, STUCK_CAP, 1000),
             group='cellsched')
-        self.addCleanup(api_instance_list.shutdown)
+        self.addCleanup(pool.shutdown)
         bound = self.burst_bound(BOUND)
         self.freeze()
         healthy = self.uuids_of('cell0', 'cell1', 'cell2')

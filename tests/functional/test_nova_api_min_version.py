@@ -30,8 +30,9 @@ from nova import objects
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
-from nova_cellsched.api.hooks import instance_list as api_instance_list
+
 from nova_cellsched.api.hooks import min_version
+from nova_cellsched.api.hooks import pool
 from nova_cellsched import compat
 from tests.functional import test_nova_api_faults as faults
 
@@ -113,7 +114,7 @@ class FrozenCellMinimumVersionTest(faults.FrozenServerTestBase):
         self.assertIn('Cell %s did not answer for the minimum service '
                       'version: counted with the answer it last gave this '
                       'process' % cell3, self.logs.output)
-        self.assertTrue(api_instance_list.HEALTH.held(cell3))
+        self.assertTrue(pool.HEALTH.held(cell3))
         version, seconds = self.minimum()
         self.assertEqual(66, version)
         self.assertLessEqual(seconds, bound)

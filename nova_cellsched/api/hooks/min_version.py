@@ -45,7 +45,8 @@ from typing import Any
 from nova import context as nova_context
 from oslo_log import log as logging
 
-from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.middleware import request_state
 
 LOG = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def _gather(context: Any, cell_mappings: Iterable[Any],
             fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
     """Every cell's answer, bounded, or its last one (module docstring)."""
     cell_mappings = list(cell_mappings)
-    results = instance_list.scatter_gather_listed_cells(
+    results = pool.scatter_gather_listed_cells(
         context, cell_mappings, fn, *args)
     asked = '%s%r' % (getattr(fn, '__qualname__', fn), args)
     with _LOCK:

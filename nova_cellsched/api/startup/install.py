@@ -99,11 +99,11 @@ def install() -> bool:
         check()
         found = compat.install(compat.API_PARTS)
         if found['lister']:
-            from nova_cellsched.api.hooks import instance_list
+            from nova_cellsched.api.hooks import pool
 
             # A pool started for the lister (the start-up check's) has
             # nothing to serve.
-            instance_list.shutdown()
+            pool.shutdown()
             raise IncompatibleNova(found['lister'])
         LOG.info('%s', installed_message(
             _lister_on(), hashing.nova_version(), _matched(),
@@ -167,10 +167,10 @@ def uninstall() -> bool:
     with _LOCK:
         if not compat.is_on('lister'):
             return False
-        from nova_cellsched.api.hooks import instance_list
+        from nova_cellsched.api.hooks import pool
 
         compat.restore(compat.API_PARTS)
-        instance_list.shutdown()
+        pool.shutdown()
         return True
 
 

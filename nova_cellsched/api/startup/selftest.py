@@ -355,6 +355,7 @@ def _replacement_on() -> Iterator[None]:
     from oslo_config import cfg
 
     from nova_cellsched.api.hooks import instance_list
+
     from nova_cellsched import conf as conf_mod
 
     conf = nova.conf.CONF
@@ -546,10 +547,10 @@ def _stop_pools_started(before: list[Any]) -> None:
     Nothing of it must outlive it: the process that ran it (the
     command's, a test's) starts its pools on first use, as without it.
     """
-    from nova_cellsched.api.hooks import instance_list
+    from nova_cellsched.api.hooks import pool
     from nova_cellsched.compat import adapter
 
-    instance_list.shutdown()
+    pool.shutdown()
     if not before and _nova_pools():
         # nova's own call before forking workers: every pool stopped,
         # each started again on its next use.

@@ -60,7 +60,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from nova_cellsched.api.hooks import driver_advice
-from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import pool
 from nova_cellsched import compat
 from nova_cellsched.compat import adapter
 from nova_cellsched import conf as conf_mod
@@ -107,7 +107,7 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
     for cell_mapping in cell_mappings:
         # Said at start, once per cell and process, not at a listing.
         driver_advice.warn_unbounded_cell(
-            cell_mapping, instance_list.io_timeout(timeout),
+            cell_mapping, pool.io_timeout(timeout),
             CONF.database.connection_parameters)
         with nova_context.target_cell(context, cell_mapping) as cctxt:
             calls[cell_mapping.uuid] = (
@@ -115,7 +115,7 @@ def minimum_version(context: Any, cell_mappings: Iterable[Any],
                 (cctxt, names, timeout))
     budgets = {uuid: gather.Budget(timeout) for uuid in calls}
     outcomes = gather.run_round(
-        instance_list._executor(len(calls)).submit, calls, budgets,
+        pool.executor(len(calls)).submit, calls, budgets,
         gather.Deadline(timeout))
     minimum = 0
     for outcome in outcomes.values():
@@ -212,4 +212,4 @@ def bounded() -> Iterator[None]:
         # The bound stays only for the lister (a part it requires).
         compat.restore(['startup'])
         if not compat.is_on('lister'):
-            instance_list.shutdown()
+            pool.shutdown()

@@ -69,7 +69,8 @@ from typing import Any
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched.api.middleware import server_timing
 from nova_cellsched import counters
@@ -164,11 +165,11 @@ def in_listed_cells(ctxt: Any, cell_mappings: Iterable[Any],
                     *args: Any) -> dict[str, Any]:
     """``fn(cctxt, by_cell, *args)`` in each cell, on the listing's workers.
 
-    :func:`nova_cellsched.api.hooks.instance_list.scatter_gather_listed_cells`:
+    :func:`nova_cellsched.api.hooks.pool.scatter_gather_listed_cells`:
     nova's ``scatter_gather_cells`` answer, within ``[cellsched]
     list_cell_timeout`` and off nova's ``cell_worker`` pool.
     """
-    return instance_list.scatter_gather_listed_cells(
+    return pool.scatter_gather_listed_cells(
         ctxt, cell_mappings, fn, by_cell, *args)
 
 
@@ -452,7 +453,7 @@ def request_spec_fields(context: Any, instance_uuids: list[str],
         return zones, sched_hints
     stub = objects.RequestSpec()
     timeout = nova.conf.CONF[conf_mod.GROUP_NAME].list_cell_timeout
-    with guard.io_timeout(instance_list.io_timeout(timeout), total=False):
+    with guard.io_timeout(pool.io_timeout(timeout), total=False):
         spec_rows = _spec_rows(context, instance_uuids)
     for spec_id, uuid, text in spec_rows:
         try:

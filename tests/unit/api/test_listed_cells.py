@@ -12,7 +12,7 @@
 
 """The view's lookups after a listing, on the listing's workers.
 
-:func:`nova_cellsched.api.hooks.instance_list.scatter_gather_listed_cells`
+:func:`nova_cellsched.api.hooks.pool.scatter_gather_listed_cells`
 answers as nova's ``scatter_gather_cells`` does (a result, an exception
 or ``did_not_respond_sentinel`` per cell), but runs each cell's call on
 the listing's workers, waits at most ``[cellsched] list_cell_timeout``,
@@ -31,7 +31,8 @@ from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
 import testtools
 
-from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.hooks import stuck
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
@@ -54,8 +55,8 @@ class ListedCellsTest(testtools.TestCase):
             list_cell_timeout=0.5, api_stuck_queries_per_cell=2,
             list_max_workers=8, group='cellsched')
         self.useFixture(fixtures.MonkeyPatch('nova.context.CELL_CACHE', {}))
-        instance_list.shutdown()
-        self.addCleanup(instance_list.shutdown)
+        pool.shutdown()
+        self.addCleanup(pool.shutdown)
         self.cells = [cells.cell(n) for n in (1, 2, 3)]
         #: Cell uuid -> how many times its call ran.
         self.asked = {}
@@ -65,7 +66,7 @@ class ListedCellsTest(testtools.TestCase):
         self.addCleanup(self.release.close)
 
     def ask(self, fn=None):
-        return instance_list.scatter_gather_listed_cells(
+        return pool.scatter_gather_listed_cells(
             self.ctx, self.cells, fn or self.answer, 'arg')
 
     def answer(self, cctxt, arg):
@@ -150,11 +151,11 @@ class ListedCellsTest(testtools.TestCase):
         given_up = []
         for _ in range(2):
             query = stuck.Query(self.cells[0].uuid)
-            self.assertTrue(instance_list.STUCK.begin(query))
-            instance_list.STUCK.abandon(query)
+            self.assertTrue(pool.STUCK.begin(query))
+            pool.STUCK.abandon(query)
             given_up.append(query)
         for query in given_up:
-            self.addCleanup(instance_list.STUCK.end, query)
+            self.addCleanup(pool.STUCK.end, query)
         answers = self.ask()
         self.assertIs(nova_context.did_not_respond_sentinel,
                       answers[self.cells[0].uuid])

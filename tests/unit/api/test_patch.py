@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from cellsched_tools import maintainer
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.hooks import rows
 from nova_cellsched.api.startup import install as patch
 from nova_cellsched.api.startup import selftest
@@ -516,7 +517,7 @@ class TestSelfTest(_Base):
         self.assertFalse(cellsched_api.is_installed())
         self.assertIsNot(instance_list.get_instances_sorted,
                          nova_instance_list.get_instances_sorted)
-        self.assertIsNot(instance_list.scatter_gather_cells,
+        self.assertIsNot(pool.scatter_gather_cells,
                          nova_context.scatter_gather_cells)
         self.assertIs(oslo_utils, db_api.sqlalchemyutils)
 
@@ -643,7 +644,7 @@ class TestSelfTest(_Base):
         self.assertEqual(served, cellsched_api.served())
         self.assertFalse(compat.is_on('keyset'))
         self.assertEqual([], nova_pools())
-        self.assertIsNone(instance_list._EXECUTOR)
+        self.assertIsNone(pool._EXECUTOR)
 
     def test_self_test_runs_the_replacement_with_api_lister_off(self):
         """[cellsched] api_lister = false at start: ours is still tested."""

@@ -26,7 +26,8 @@ import hypothesis
 from hypothesis import strategies as st
 from nova import test
 
-from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 
 
 class TestPoolSize(test.NoDBTestCase):
@@ -35,21 +36,21 @@ class TestPoolSize(test.NoDBTestCase):
                       stuck=st.integers(1, 10), most=st.integers(1, 4096))
     def test_enough_for_every_request_and_stuck_query_at_most_the_cap(
             self, cells, requests, stuck, most):
-        size = instance_list.pool_size(cells, requests, stuck, most)
+        size = pool.pool_size(cells, requests, stuck, most)
         self.assertEqual(min(most, cells * (requests + stuck)), size)
         self.assertGreaterEqual(size, 1)
 
     @hypothesis.given(cells=st.integers(1, 500), most=st.integers(1, 4096))
     def test_unknown_concurrency_is_the_cap(self, cells, most):
-        self.assertEqual(most, instance_list.pool_size(cells, None, 2, most))
+        self.assertEqual(most, pool.pool_size(cells, None, 2, most))
 
 
 class TestExecutor(test.NoDBTestCase):
 
     def setUp(self):
         super().setUp()
-        instance_list.shutdown()
-        self.addCleanup(instance_list.shutdown)
+        pool.shutdown()
+        self.addCleanup(pool.shutdown)
 
     def uwsgi(self, threads):
         """nova-api in uwsgi with *threads* threads, nova on native threads.
@@ -58,25 +59,25 @@ class TestExecutor(test.NoDBTestCase):
         answer (nova 31 has eventlet only): set here, on every release.
         """
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.hooks.instance_list._threading', lambda: True))
+            'nova_cellsched.api.hooks.pool._threading', lambda: True))
         self.addCleanup(sys.modules.pop, 'uwsgi', None)
         sys.modules['uwsgi'] = types.SimpleNamespace(
             opt={'threads': threads})
 
     def test_uwsgi_threads_are_the_requests(self):
         self.uwsgi(b'4')
-        self.assertEqual(4, instance_list.request_threads())
+        self.assertEqual(4, pool.request_threads())
 
     def test_without_uwsgi_the_concurrency_is_unknown(self):
         self.assertNotIn('uwsgi', sys.modules)
-        self.assertIsNone(instance_list.request_threads())
+        self.assertIsNone(pool.request_threads())
 
     def test_a_capped_pool_says_what_to_set(self):
         """4 cells x (4 threads + 2 stuck) need 24 workers; 8 allowed."""
         self.uwsgi(b'4')
         self.flags(list_max_workers=8, api_stuck_queries_per_cell=2,
                    group='cellsched')
-        executor = instance_list._executor(4)
+        executor = pool.executor(4)
         self.assertEqual(8, executor._max_workers)
         self.assertIn('Set list_max_workers to 24',
                       self.stdlog.logger.output)
@@ -88,7 +89,7 @@ class TestExecutor(test.NoDBTestCase):
         self.uwsgi(b'2')
         self.flags(list_max_workers=64, api_stuck_queries_per_cell=2,
                    group='cellsched')
-        executor = instance_list._executor(5)
+        executor = pool.executor(5)
         self.assertEqual(20, executor._max_workers)
         self.assertNotIn('list_max_workers to', self.stdlog.logger.output)
 
@@ -103,26 +104,26 @@ class TestExecutorAfterFork(test.NoDBTestCase):
 
     def setUp(self):
         super().setUp()
-        instance_list.shutdown()
-        self.addCleanup(instance_list.shutdown)
+        pool.shutdown()
+        self.addCleanup(pool.shutdown)
 
     def test_a_forked_child_runs_its_tasks_on_a_pool_of_its_own(self):
         self.flags(list_max_workers=1, group='cellsched')
-        parent = instance_list._executor(1)
+        parent = pool.executor(1)
         # The parent's only worker thread is started.
         self.assertEqual(1, parent.submit(lambda: 1).result(10))
         query = _stuck_query()
-        instance_list.STUCK.abandon(query)
-        self.addCleanup(instance_list.STUCK.end, query)
+        pool.STUCK.abandon(query)
+        self.addCleanup(pool.STUCK.end, query)
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child reports by its pipe
             answer = b'?'
             try:
-                child = instance_list._executor(1)
+                child = pool.executor(1)
                 ok = (child is not parent and
                       child.submit(lambda: 2).result(10) == 2 and
-                      not instance_list.STUCK.snapshot())
+                      not pool.STUCK.snapshot())
                 answer = b'1' if ok else b'0'
             except BaseException:
                 answer = b'E'
@@ -134,7 +135,7 @@ class TestExecutorAfterFork(test.NoDBTestCase):
         answer = os.read(read, 1)
         os.waitpid(pid, 0)
         self.assertEqual(b'1', answer)
-        self.assertIs(parent, instance_list._executor(1))
+        self.assertIs(parent, pool.executor(1))
 
 
 def _stuck_query():
@@ -142,5 +143,5 @@ def _stuck_query():
     from nova_cellsched.api.hooks import stuck
 
     query = stuck.Query('cell1')
-    instance_list.STUCK.begin(query)
+    pool.STUCK.begin(query)
     return query

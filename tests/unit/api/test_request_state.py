@@ -30,6 +30,8 @@ from nova import context as nova_context
 import testtools
 
 from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.hooks import stuck
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched.api.middleware import server_timing
@@ -41,7 +43,7 @@ def _threading():
     The adapter's answer (nova 31 has no threading mode and no
     ``concurrency_mode_threading``; it always runs on eventlet).
     """
-    return instance_list._threading()
+    return pool._threading()
 
 
 #: Seconds a test waits for its threads at most (a hang fails, not blocks).
@@ -244,7 +246,7 @@ class GivenUpTest(testtools.TestCase):
         self.cell = cells.cell(3)
 
     def ask(self):
-        answer = instance_list.scatter_gather_cells(
+        answer = pool.scatter_gather_cells(
             self.ctx, [self.cell], 5, lambda cctxt: 'asked')
         return answer[self.cell.uuid]
 
@@ -271,9 +273,9 @@ class GivenUpTest(testtools.TestCase):
         for _ in range(instance_list.CONF.cellsched.
                        api_stuck_queries_per_cell):
             query = stuck.Query(tripped.uuid)
-            instance_list.STUCK.begin(query)
-            instance_list.STUCK.abandon(query)
-            self.addCleanup(instance_list.STUCK.end, query)
+            pool.STUCK.begin(query)
+            pool.STUCK.abandon(query)
+            self.addCleanup(pool.STUCK.end, query)
         with request_state.scope() as state:
             state.given_up = frozenset({self.cell.uuid})
             _lister, rows = instance_list.get_instances_sorted(

@@ -31,7 +31,8 @@ from nova.objects import service as service_obj
 from nova import test
 from nova import utils as nova_utils
 
-from nova_cellsched.api.hooks import instance_list
+
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.startup import install as patch
 from nova_cellsched.api.startup import service_versions as startup
 from nova_cellsched import compat
@@ -256,11 +257,11 @@ class TestBounded(test.TestCase):
             self.assertRaises(nova_exception.TooOldComputeService,
                               wsgi_app._setup_service, 'api1',
                               'osapi_compute')
-            self.assertIsNotNone(instance_list._EXECUTOR)
+            self.assertIsNotNone(pool._EXECUTOR)
             self.assertRaises(patch.IncompatibleNova, patch.install)
         self.assertFalse(patch.is_installed())
         self.assertFalse(compat.is_on('guard'))
-        self.assertIsNone(instance_list._EXECUTOR)
+        self.assertIsNone(pool._EXECUTOR)
 
     def test_a_bound_put_in_before_stays(self):
         """bounded() takes out only the bound it put in."""

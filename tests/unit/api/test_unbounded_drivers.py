@@ -26,6 +26,7 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_cellsched.api.hooks import driver_advice
 from nova_cellsched.api.hooks import instance_list
+from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.startup import service_versions as startup
 
 PASSWORD = 'pw-b0a7c1'
@@ -164,7 +165,7 @@ class TestWarning(test.NoDBTestCase):
         The cell's server is not there (a closed port): the check reports
         it as not answering, and the warning was given before the query.
         """
-        self.addCleanup(instance_list.shutdown)
+        self.addCleanup(pool.shutdown)
         cell = self.cell('mysql+mysqldb://nova:%s@127.0.0.1:1/c1'
                          % PASSWORD)
         _minimum, outcomes = startup.minimum_version(
