@@ -46,7 +46,7 @@ placement_prefilter = true``, cell aggregates built by
 ``nova_cellsched.scheduler.aggregate_sync.sync``).
 
 Every boot is timed in the process by spans (nova's own methods wrapped,
-:mod:`nova_cellsched.timing`): the client's POST, nova-api's
+:mod:`nova_cellsched.listing.timing`): the client's POST, nova-api's
 ``compute.API.create``, the conductor's ``schedule_and_build_instances``,
 the scheduler's ``select_destinations`` and inside it the request
 filters, placement's allocation candidates, the host states, each
@@ -94,9 +94,9 @@ import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
 from nova_cellsched import cells as cells_mod  # noqa: E402
+from nova_cellsched.listing import timing  # noqa: E402
 from nova_cellsched.scheduler import aggregate_sync  # noqa: E402
 from nova_cellsched.scheduler import host_filter  # noqa: E402
-from nova_cellsched import timing  # noqa: E402
 
 CONF = nova.conf.CONF
 DEDICATED = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'

@@ -58,11 +58,6 @@ class TestPublicPaths(testtools.TestCase):
         from nova_cellsched import records
         self.assertRaises(AttributeError, getattr, records, 'no_such_name')
 
-    def test_timing_format_table(self):
-        from nova_cellsched.listing import timing
-        from nova_cellsched import timing as old_timing
-        self.assertIs(timing.format_table, old_timing.format_table)
-
     def test_entry_points_resolve(self):
         """The console script and the sample-config hook still load."""
         eps = metadata.entry_points()
@@ -83,7 +78,6 @@ class TestPublicPaths(testtools.TestCase):
                 'import nova_cellsched.listing.sorting\n'
                 'import nova_cellsched.scheduler.policy_cache\n'
                 'import nova_cellsched.gather\n'
-                'import nova_cellsched.timing\n'
                 'print(sorted(m for m in sys.modules'
                 ' if m == "nova" or m.startswith("nova.")))\n')
         out = subprocess.run([sys.executable, '-c', code], check=True,
@@ -144,8 +138,8 @@ class TestLayout(testtools.TestCase):
             own = self._part(module) or 'core'
             if path.name == '__init__.py' and own == 'core':
                 continue
-            # The old public paths re-export from their new homes.
-            if module in ('nova_cellsched.filters', 'nova_cellsched.timing'):
+            # The public path in nova.conf re-exports the filter.
+            if module == 'nova_cellsched.filters':
                 continue
             for target in self._imports(path):
                 part = self._part(target)
@@ -155,9 +149,8 @@ class TestLayout(testtools.TestCase):
                               '%s imports %s' % (module, target))
 
     def test_public_modules_import(self):
-        for name in ('nova_cellsched.filters', 'nova_cellsched.timing',
-                     'nova_cellsched.listing', 'nova_cellsched.records',
-                     'nova_cellsched.conf'):
+        for name in ('nova_cellsched.filters', 'nova_cellsched.listing',
+                     'nova_cellsched.records', 'nova_cellsched.conf'):
             importlib.import_module(name)
 
     def test_the_installed_package_holds_no_maintainers_tool(self):

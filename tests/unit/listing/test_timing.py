@@ -452,7 +452,3 @@ class SpansTraceTest(base.BaseTestCase):
         self.assertEqual(['cell', 'cell'], [e['cat'] for e in complete])
         self.assertEqual(U3, complete[1]['args']['cell_uuid'])
 
-    def test_public_path(self):
-        from nova_cellsched import timing as public
-        self.assertIs(timing.spans_trace, public.spans_trace)
-        self.assertIs(timing.Recorder, public.Recorder)
