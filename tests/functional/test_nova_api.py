@@ -680,6 +680,29 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                 self.assertSameAnswer(path + '?all_tenants=1', version)
         self.assertEqual(before, render.USED.snapshot())
 
+    def test_a_listing_runs_down_the_layers(self):
+        """GET /servers/detail runs through the parts in one direction.
+
+        Every call between the package's modules in every thread of the
+        request (the listing workers restarted inside the watch): none
+        goes from ``compat`` up into a part (the nova-api parts, the
+        scheduler, the listers), and the modules and the edges between
+        the parts are attached (the contributor guide's request path).
+        """
+        from nova_cellsched.api.hooks import pool
+        from tests import request_path
+
+        for version in ('2.1', 'latest'):
+            self.admin_api.microversion = version
+            pool.shutdown()
+            with request_path.RequestPath() as path:
+                self.admin_api.api_get('/servers/detail?all_tenants=1')
+            pool.shutdown()
+            self.addDetail('request-path-%s' % version,
+                           testtools.content.text_content(path.summary()))
+            self.assertEqual([], path.up_from_compat(), version)
+            self.assertIn('nova_cellsched.api.view.render', path.modules)
+
     def test_api_lister_off_is_nova(self):
         """``api_lister = False``: nova's lister serves; on again: ours."""
         self.flags(api_lister=False, group='cellsched')
