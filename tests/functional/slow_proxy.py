@@ -213,3 +213,12 @@ class SlowProxy(fixtures.Fixture):
             threads = list(self._threads)
         for thread in threads:
             thread.join(5)
+
+
+def closed_port():
+    """A loopback port nothing listens on (connections are refused)."""
+    sock = socket.socket()
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
