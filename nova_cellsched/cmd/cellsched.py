@@ -100,10 +100,10 @@ def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
     mapping = mapping_mod.parse(list(group.cells_default),
                                 group.cells_projects)
     cell_mappings = nova_setup.cell_mappings()
-    from nova_cellsched.scheduler import cell_infos
+    from nova_cellsched.scheduler import state
 
     policy = policy_mod.resolve(
-        mapping, [cell_infos.to_cell_info(cm) for cm in cell_mappings])
+        mapping, [state.to_cell_info(cm) for cm in cell_mappings])
     return mapping, cell_mappings, policy
 
 

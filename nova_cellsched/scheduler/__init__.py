@@ -16,10 +16,10 @@ The flow, one module a step: :mod:`.mapping` parses the two options
 (pure); :mod:`.policy` resolves the parsed mapping to real cells (pure);
 :mod:`.policy_cache` keeps the current policy (pure); :mod:`.decision`
 answers for one request, for the host filter and for placement (pure);
-:mod:`.cell_infos` (nova adapter) reads the cells from nova's API
-database; :mod:`.state` holds the one policy of a nova-scheduler, rebuilt
-by its SIGHUP mutate hook; :mod:`.host_filter` is nova's scheduler host
-filter, :class:`~.host_filter.ProjectCellFilter` (public path:
+:mod:`.state` holds the one policy of a nova-scheduler, on the cells
+it reads from nova's API database, rebuilt by its SIGHUP mutate hook;
+:mod:`.host_filter` is nova's scheduler host filter,
+:class:`~.host_filter.ProjectCellFilter` (public path:
 ``nova_cellsched.filters.ProjectCellFilter``), which registers the
 placement pre-filter of :mod:`.request_filter` when nova builds it, and
 sets up :mod:`.periodic_sync`, the scheduler's periodic sync of the cell

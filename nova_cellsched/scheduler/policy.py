@@ -37,7 +37,7 @@ class CellInfo:
     """What the policy needs to know of one nova cell mapping.
 
     :ivar source: the object this was read from (nova's ``CellMapping``,
-        from :func:`.cell_infos.load_cell_infos`), kept for the nova
+        from :func:`.state.load_cell_infos`), kept for the nova
         adapters (the pre-filter names it to nova's HostManager); None
         when made otherwise. Never read by the policy, not part of the
         value (equality, hash).

@@ -52,9 +52,9 @@ import nova.conf
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from nova_cellsched import cells
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import policy as policy_mod
 from nova_cellsched.scheduler import policy_cache
 
@@ -90,12 +90,30 @@ def _cell_cache_ttl(conf_obj: Any) -> float:
     return float(conf_obj[conf.GROUP_NAME].cell_cache_ttl)
 
 
+def to_cell_info(cell_mapping: Any) -> policy_mod.CellInfo:
+    """Convert a nova ``CellMapping`` to a :class:`.policy.CellInfo`.
+
+    The mapping itself is kept as ``CellInfo.source``, so that the
+    pre-filter can name the cell to nova's HostManager without reading
+    it back from the API database.
+    """
+    return policy_mod.CellInfo(uuid=cell_mapping.uuid,
+                               name=cell_mapping.name or None,
+                               disabled=bool(cell_mapping.disabled),
+                               source=cell_mapping)
+
+
+def load_cell_infos(context: Any = None) -> list[policy_mod.CellInfo]:
+    """Every cell mapping as :class:`.policy.CellInfo`, cell0 included."""
+    return [to_cell_info(cm) for cm in cells.load_cell_mappings(context)]
+
+
 class SharedPolicy:
     """The pair of mapping options in force and the policy cache on it.
 
     :param conf_obj: the configuration to read (nova's ``CONF``).
     :param load_cells: returns every cell mapping (default: nova's API
-        database through :func:`.cell_infos.load_cell_infos`).
+        database through :func:`load_cell_infos`).
     :param clock: monotonic clock of the cache, injectable for tests.
     :raises InvalidCellsMapping: the options do not parse (the filter
         does not load, so nova-scheduler does not start).
@@ -107,7 +125,7 @@ class SharedPolicy:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.cache = policy_cache.PolicyCache(
             read_options(conf_obj),
-            load_cells or cell_infos.load_cell_infos, clock=clock,
+            load_cells or load_cell_infos, clock=clock,
             max_age=_cell_cache_ttl(conf_obj))
 
     def reload(self, conf_obj: Any) -> None:

@@ -34,7 +34,6 @@ from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
-from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import state
 from tests.functional import mariadb_server as mdb
@@ -175,7 +174,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
 
         clock = FakeClock()
         self.useFixture(scheduler_state.FreshPolicy(state.SharedPolicy(
-            CONF, cell_infos.load_cell_infos, clock=clock)))
+            CONF, state.load_cell_infos, clock=clock)))
         filt = filters.ProjectCellFilter()
 
         def cells_passed(project, candidates=hosts):

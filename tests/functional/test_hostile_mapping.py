@@ -381,7 +381,7 @@ class IsolationPropertyTest(base.BaseTestCase):
                                             level=logging.INFO))
         self.universe = []
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.cell_infos.load_cell_infos',
+            'nova_cellsched.scheduler.state.load_cell_infos',
             lambda: list(self.universe)))
         self.policy_state = self.useFixture(scheduler_state.FreshPolicy())
 
@@ -455,7 +455,7 @@ class UnreadableOptionTest(base.BaseTestCase):
         self.cells = [policy_mod.CellInfo(str(uuid_lib.uuid4()), name)
                       for name in ('cell1', 'cell2')]
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.cell_infos.load_cell_infos',
+            'nova_cellsched.scheduler.state.load_cell_infos',
             lambda: self.cells))
         self.logs = self.useFixture(fixtures.FakeLogger(
             name='nova_cellsched', level=logging.INFO))

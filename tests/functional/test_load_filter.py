@@ -37,10 +37,10 @@ from oslotest import base
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler import policy as policy_mod
+from nova_cellsched.scheduler import state
 from tests import request_specs
 from tests import scheduler_state
 
@@ -131,8 +131,8 @@ class FilterReloadLoadTest(base.BaseTestCase):
         # Each test's first filter builds the policy from self.conf.
         self.useFixture(scheduler_state.FreshPolicy())
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.scheduler.cell_infos.load_cell_infos', load_cells))
-        self.assertIs(cell_infos.load_cell_infos, load_cells)
+            'nova_cellsched.scheduler.state.load_cell_infos', load_cells))
+        self.assertIs(state.load_cell_infos, load_cells)
         self.hosts = [
             fakes.FakeHostState('host%05d' % i, 'node%05d' % i,
                                 {'cell_uuid': self.cells[i % CELLS].uuid})

@@ -14,7 +14,7 @@
 
 The cell mappings are real rows of nova's in-memory API database
 (``nova.test.TestCase`` sets it up), read by the filter through
-``nova_cellsched.scheduler.cell_infos.load_cell_infos``; host states are nova's
+``nova_cellsched.scheduler.state.load_cell_infos``; host states are nova's
 ``FakeHostState`` and requests real ``RequestSpec`` objects.
 """
 
@@ -37,7 +37,6 @@ import sqlalchemy
 import testscenarios
 
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.scheduler import cell_infos
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import request_filter
@@ -654,7 +653,7 @@ class ProjectCellFilterTestCase(FilterTestBase):
         self._set_options(['late'], '')
         clock = FakeClock()
         self.policy_state.install(state.SharedPolicy(
-            state.CONF, cell_infos.load_cell_infos, clock=clock))
+            state.CONF, state.load_cell_infos, clock=clock))
         filt = filters.ProjectCellFilter()
         spec = self._spec(UNMAPPED)
         self.assertEqual([], filt.filter_all(self._hosts(['default1']),
@@ -882,7 +881,7 @@ class PrefilterNamedCellTestCase(FilterTestBase):
         self.flags(cell_cache_ttl=300, group='cellsched')
         clock = FakeClock()
         self.policy_state.install(state.SharedPolicy(
-            state.CONF, cell_infos.load_cell_infos, clock=clock))
+            state.CONF, state.load_cell_infos, clock=clock))
         filters.ProjectCellFilter()
         self._disable('dedicated_a')
         self.assertEqual(self._uuid('dedicated_a'), self._named(PROJ_A))

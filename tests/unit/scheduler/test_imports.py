@@ -48,7 +48,7 @@ print(json.dumps({
 #: module -> scheduler modules it must not load (directly or not).
 MUST_NOT_LOAD = {
     'nova_cellsched.scheduler.decision': (
-        'state', 'request_filter', 'host_filter', 'cell_infos'),
+        'state', 'request_filter', 'host_filter'),
     'nova_cellsched.scheduler.state': ('request_filter', 'host_filter'),
     'nova_cellsched.scheduler.request_filter': ('host_filter',),
     'nova_cellsched.scheduler.host_filter': (),
