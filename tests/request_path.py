@@ -44,7 +44,31 @@ def part(module):
     return names[1]
 
 
-class RequestPath:
+class EveryThread:
+    """:meth:`_profile` at Python calls in every thread, in a block.
+
+    ``sys.setprofile`` for the calling thread (:attr:`_owner`),
+    ``threading.setprofile`` for the threads started inside the block;
+    both as they were after it (:attr:`_previous`).
+    """
+
+    def _profile(self, frame, event, arg):
+        raise NotImplementedError
+
+    def __enter__(self):
+        self._owner = threading.current_thread()
+        self._previous = (sys.getprofile(), threading.getprofile())
+        threading.setprofile(self._profile)
+        sys.setprofile(self._profile)
+        return self
+
+    def __exit__(self, *exc_info):
+        sys.setprofile(self._previous[0])
+        threading.setprofile(self._previous[1])
+        return False
+
+
+class RequestPath(EveryThread):
     """Calls between the package's modules while the block runs."""
 
     def __init__(self):
@@ -67,16 +91,6 @@ class RequestPath:
                                      caller.startswith(PACKAGE + '.')):
                 key = (caller, callee)
                 self.edges[key] = self.edges.get(key, 0) + 1
-
-    def __enter__(self):
-        self._previous = (sys.getprofile(), threading.getprofile())
-        threading.setprofile(self._profile)
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc_info):
-        sys.setprofile(self._previous[0])
-        threading.setprofile(self._previous[1])
 
     def part_edges(self):
         """(caller part, callee part) of every edge between two parts."""

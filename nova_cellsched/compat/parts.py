@@ -176,7 +176,7 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         name='keyset',
-        what="pages nova's instance query by sort values (api.keyset)",
+        what="pages nova's instance query by sort values (api.hooks.keyset)",
         off="nova's instance query pages as oslo.db does",
         service='nova-api',
         targets=(
@@ -198,7 +198,7 @@ PARTS: tuple[Part, ...] = (
     ),
     Part(
         name='lister',
-        what='lists servers for nova-api (api.instance_list)',
+        what='lists servers for nova-api (api.hooks.instance_list)',
         off="nova's own lister serves the server lists",
         service='nova-api',
         targets=(
@@ -304,7 +304,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         name='view',
         what="reads what the server list's view shows from the listed "
-             'cells only (api.view)',
+             'cells only (api.view.lookups)',
         off="nova's view builder reads faults, volumes and request specs "
             'from every cell',
         service='nova-api',
@@ -395,7 +395,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         name='render',
         what='renders served server lists from the listed rows '
-             '(api.render)',
+             '(api.view.render)',
         off="nova builds an Instance object per listed server and its "
             'view builder renders them',
         service='nova-api',
@@ -475,7 +475,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         name='validation',
         what='validates each server-list response once, compiled '
-             '(api.validation)',
+             '(api.validation.validator)',
         off='nova validates server lists with its own decorators',
         service='nova-api',
         targets=(
@@ -519,7 +519,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         name='startup',
         what="nova-api's start-up check of compute versions, cells in "
-             'parallel, I/O bounded (api.startup)',
+             'parallel, I/O bounded (api.startup.service_versions)',
         off="nova-api's start-up check is nova's own (each cell may take "
             "nova's CELL_TIMEOUT, and a frozen cell's thread stays in "
             "oslo.db's retries)",
@@ -554,7 +554,7 @@ PARTS: tuple[Part, ...] = (
     Part(
         name='min_version',
         what="bounds nova's minimum service version over all cells "
-             '(api.min_version)',
+             '(api.hooks.min_version)',
         off='every cell is asked for its minimum service version with '
             "nova's 60 s CELL_TIMEOUT before a boot",
         service='nova-api',

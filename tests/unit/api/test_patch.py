@@ -42,6 +42,7 @@ from nova_cellsched.compat import sources
 from nova_cellsched.listing import sorting
 from nova_cellsched.records import query as instance_query
 from tests import releases
+from tests import request_path
 
 CONF = nova.conf.CONF
 
@@ -350,7 +351,7 @@ def _process_state(options=True):
     return state
 
 
-class _Watch:
+class _Watch(request_path.EveryThread):
     """The process state at Python calls, in every thread, in a block.
 
     ``sys.setprofile`` for the calling thread, ``threading.setprofile``
@@ -404,18 +405,6 @@ class _Watch:
             for key, value in now.items():
                 if value != self.before[key]:
                     self.changed.setdefault(key, frame.f_code.co_qualname)
-
-    def __enter__(self):
-        self._owner = threading.current_thread()
-        self._previous = (sys.getprofile(), threading.getprofile())
-        threading.setprofile(self._profile)
-        sys.setprofile(self._profile)
-        return self
-
-    def __exit__(self, *exc_info):
-        sys.setprofile(self._previous[0])
-        threading.setprofile(self._previous[1])
-        return False
 
 
 class TestServingInstall(_Base):

@@ -337,7 +337,7 @@ class TestLackingRelease(_Base):
                    if 'is off' in line]
         self.assertIn("nova-cellsched's part view, which reads what the "
                       "server list's view shows from the listed cells only "
-                      '(api.view), is off: %s.' % said_reason, said)
+                      '(api.view.lookups), is off: %s.' % said_reason, said)
 
     def test_a_changed_source_is_not_mistaken_for_a_lacking_release(self):
         """Sources equal to no table: the usual WARNING, not the reason."""
@@ -376,8 +376,8 @@ class TestPerPartFallback(_Base):
         warnings = _off_lines(logs.output)
         self.assertEqual(2, len(warnings), logs.output)
         self.assertIn("nova-cellsched's part render, which renders served "
-                      'server lists from the listed rows (api.render), is '
-                      'off: needs view, which is off.', warnings[1])
+                      'server lists from the listed rows (api.view.render), '
+                      'is off: needs view, which is off.', warnings[1])
         self.assertIn("nova-cellsched's part view, which reads what the "
                       "server list's view shows from the listed cells only",
                       warnings[0])
