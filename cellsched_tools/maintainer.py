@@ -106,11 +106,10 @@ _HASH = re.compile(r"^        '([0-9a-f]{64})':$")
 _RELEASES_LINE = re.compile(r'^RELEASES: tuple\[str, \.\.\.\] = \(.*\)$')
 
 
-def _versions_line(versions: Iterable[str]) -> str:
-    ordered = sorted(versions, key=core.version_key)
-    if len(ordered) == 1:
-        return '            (%r,),' % ordered[0]
-    return '            (%s),' % ', '.join(repr(v) for v in ordered)
+def _versions_line(entry: Sequence[str]) -> str:
+    if len(entry) == 1:
+        return '            (%r,),' % entry[0]
+    return '            (%s),' % ', '.join(repr(v) for v in entry)
 
 
 def _noqa(line: str) -> str:
@@ -122,23 +121,26 @@ def table_text(version: str, hashes: dict[str, str], text: str) -> str:
 
     The release of *version*'s series tested so far, if any, is taken
     out first (a series keeps its newest point release). Each source's
-    hash in *hashes* then gains *version* where a tested version has
-    it; a version no release had is added after the source's others,
-    under a comment to write: what differs and why what the part
-    relies on holds. A source the table lacks is added at its end.
-    Comments stay where they are; a version no release has any more
-    goes, with the comment above it.
+    version that *hashes* names gains *version*; an entry running to the
+    newest release (``'later'``, :func:`.core.releases_entry`) that the
+    new release shares changes nothing. A version no release had is
+    added after the source's others, under a comment to write: what
+    differs and why what the part relies on holds. A source the table
+    lacks is added at its end. Comments stay where they are; a version
+    no release has any more goes, with the comment above it.
     """
     series = version.split('.')[0]
     lines = text.split('\n')
+    before: list[str] = []
     releases: list[str] = []
     for index, line in enumerate(lines):
         if _RELEASES_LINE.match(line):
-            releases = [v for v in re.findall(r"'([^']+)'", line)
-                        if v.split('.')[0] != series] + [version]
-            releases.sort(key=core.version_key)
-            lines[index] = 'RELEASES: tuple[str, ...] = (%s)' % ', '.join(
-                repr(v) for v in releases)
+            before = re.findall(r"'([^']+)'", line)
+            releases = sorted([v for v in before
+                               if v.split('.')[0] != series] + [version],
+                              key=core.version_key)
+            lines[index] = _noqa('RELEASES: tuple[str, ...] = (%s)' % (
+                ', '.join(repr(v) for v in releases)))
     out: list[str] = []
     seen: set[str] = set()
     source: str | None = None
@@ -148,6 +150,7 @@ def table_text(version: str, hashes: dict[str, str], text: str) -> str:
     while index < len(lines):
         line = lines[index]
         found = _SOURCE.match(line)
+        hash_line = _HASH.match(line)
         if found:
             source, added = found.group(1), False
             seen.add(source)
@@ -155,17 +158,19 @@ def table_text(version: str, hashes: dict[str, str], text: str) -> str:
             comment.append(line)
             index += 1
             continue
-        elif source is not None and _HASH.match(line):
-            digest = _HASH.match(line).group(1)  # type: ignore[union-attr]
-            having = {v for v in re.findall(r"'([^']+)'", lines[index + 1])
-                      if v.split('.')[0] != series}
+        elif source is not None and hash_line:
+            digest = hash_line.group(1)
+            having = {v for v in core.releases_having(
+                re.findall(r"'([^']+)'", lines[index + 1]), before)
+                if v.split('.')[0] != series}
             if hashes.get(source) == digest:
                 having.add(version)
                 added = True
             if having:
                 out.extend(comment)
                 out.append(line)
-                out.append(_versions_line(having))
+                out.append(_versions_line(
+                    core.releases_entry(having, releases)))
             comment = []
             index += 2
             continue
@@ -174,14 +179,16 @@ def table_text(version: str, hashes: dict[str, str], text: str) -> str:
                 out.append('        # nova %s: what differs, and why what '
                            'its part relies on holds.' % series)
                 out.append("        %r:" % hashes[source])
-                out.append(_versions_line([version]))
+                out.append(_versions_line(
+                    core.releases_entry([version], releases)))
             source = None
         elif line == '}' and source is None and seen:
             for name in hashes:
                 if name not in seen:
                     out.append(_noqa('    %r: {' % name))
                     out.append("        %r:" % hashes[name])
-                    out.append(_versions_line([version]))
+                    out.append(_versions_line(
+                        core.releases_entry([version], releases)))
                     out.append('    },')
             seen = set()
         out.append(line)

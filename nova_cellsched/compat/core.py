@@ -85,18 +85,61 @@ def version_key(version: str) -> tuple[int, ...]:
                  for part in version.split('.'))
 
 
+#: In a version's releases in :mod:`.sources`: and every later release.
+LATER = 'later'
+
+
+def releases_having(versions: Iterable[str],
+                    releases: Iterable[str]) -> set[str]:
+    """The *releases* a version of a source is in, by its table entry.
+
+    *versions* lists releases, and ends with :data:`LATER` when every
+    release after the last one listed has the version too.
+    """
+    listed = [v for v in versions if v != LATER]
+    having = set(listed)
+    if LATER in versions and listed:
+        last = version_key(max(listed, key=version_key))
+        having.update(r for r in releases if version_key(r) > last)
+    return having
+
+
+def releases_entry(having: Iterable[str],
+                   releases: Iterable[str]) -> tuple[str, ...]:
+    """*having* as a table entry: the run to the newest as :data:`LATER`.
+
+    The inverse of :func:`releases_having`: the releases of *having*
+    oldest first, those that run without a gap up to the newest of
+    *releases* written as the first of them and :data:`LATER`, so that
+    a new release with the same version changes no entry.
+    """
+    ordered = sorted(releases, key=version_key)
+    having = set(having)
+    run: list[str] = []
+    for release in reversed(ordered):
+        if release not in having:
+            break
+        run.insert(0, release)
+    if not run:
+        return tuple(sorted(having, key=version_key))
+    older = sorted(having - set(run), key=version_key)
+    return tuple(older) + (run[0], LATER)
+
+
 @functools.lru_cache(maxsize=1)
 def tested() -> tuple[Release, ...]:
     """Every tested release, oldest first (:mod:`.sources`)."""
     from nova_cellsched.compat import sources
 
-    return tuple(
-        Release(version,
-                {name: digest for name, versions in sources.HASHES.items()
-                 for digest, having in versions.items()
-                 if version in having},
-                dict(sources.LACKS.get(version, {})))
-        for version in sorted(sources.RELEASES, key=version_key))
+    ordered = sorted(sources.RELEASES, key=version_key)
+    hashes: dict[str, dict[str, str]] = {r: {} for r in ordered}
+    for name, versions in sources.HASHES.items():
+        for digest, entry in versions.items():
+            for release in releases_having(entry, ordered):
+                hashes[release][name] = digest
+    return tuple(Release(release, hashes[release],
+                         dict(sources.LACKS.get(release, {})))
+                 for release in ordered)
 
 
 def nova_chooses_threads() -> None:

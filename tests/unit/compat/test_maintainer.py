@@ -20,6 +20,7 @@ against another tested release's table alone (``--against 33``).
 """
 
 import ast
+import difflib
 import inspect
 import json
 import os
@@ -224,10 +225,12 @@ class TableTextTest(base.BaseTestCase):
     def test_a_new_release_joins_the_versions_it_shares(self):
         """nova 35 with the newest release's sources but one, and a new one.
 
-        Each shared hash gains 35.0.0; the changed source gets a version
-        of its own under a comment to write; the new source is added at
-        the end; every comment of the table stays; the text is still
-        within the line length.
+        Each shared version gains 35.0.0 without a change to its entry
+        (it runs to the newest release); the changed source's old version
+        ends at 34.0.0 and a version of its own comes under a comment to
+        write; the new source is added at the end; every comment of the
+        table stays; the text is still within the line length. The diff
+        is those lines and the releases' line.
         """
         hashes = dict(self.newest.hashes)
         hashes[CHANGED] = 'a' * 64
@@ -237,13 +240,17 @@ class TableTextTest(base.BaseTestCase):
         releases, lacks, table = _read_table(text)
         self.assertEqual(sources.RELEASES + ('35.0.0',), releases)
         self.assertEqual(sources.LACKS, lacks)
-        for name, digest in hashes.items():
-            (having,) = [v for h, v in table[name].items() if h == digest]
-            self.assertIn('35.0.0', having, name)
-        self.assertEqual(('35.0.0',), table[CHANGED]['a' * 64])
-        self.assertEqual(sources.HASHES[CHANGED],
-                         {h: v for h, v in table[CHANGED].items()
-                          if h != 'a' * 64})
+        for name, entries in table.items():
+            for digest, entry in entries.items():
+                having = core.releases_having(entry, releases)
+                self.assertEqual(hashes.get(name) == digest,
+                                 '35.0.0' in having, name)
+                if digest not in ('a' * 64, 'b' * 64):
+                    self.assertEqual(
+                        core.releases_having(sources.HASHES[name][digest],
+                                             sources.RELEASES),
+                        having - {'35.0.0'}, name)
+        self.assertEqual(('35.0.0', core.LATER), table[CHANGED]['a' * 64])
         self.assertIn("        # nova 35: what differs, and why what its "
                       "part relies on holds.\n        '%s':" % ('a' * 64),
                       text)
@@ -253,6 +260,10 @@ class TableTextTest(base.BaseTestCase):
              if '#' in line and 'nova 35:' not in line])
         self.assertEqual([], [line for line in text.splitlines()
                               if len(line) > 79 and 'noqa' not in line])
+        changed = [line for line in difflib.unified_diff(
+            self.text.splitlines(), text.splitlines(), n=0, lineterm='')
+            if line[:1] in '+-' and line[:3] not in ('+++', '---')]
+        self.assertLessEqual(len(changed), 12, changed)
 
     def test_a_point_release_takes_its_series_place(self):
         """34.0.3 with 34.0.0's sources: 34.0.0 is gone, 34.0.3 in its place.
