@@ -15,13 +15,12 @@
 Entry points: :func:`filter_factory` (the paste filter named in nova's
 ``api-paste.ini``), :func:`install` / :func:`uninstall` (what the filter
 does, for tests and tools), :func:`served` (how many listings each
-lister answered). The parts: :mod:`.patch` checks nova and swaps the
-functions, :mod:`.instance_list` holds the replacements,
-:mod:`.keyset` pages nova's instance query by sort values,
-:mod:`.stuck` counts the queries given up on (with
-:mod:`nova_cellsched.guard`, the bound on their I/O), and
-:mod:`.request_state` is what one request's listing leaves for the rest
-of that request.
+lister answered). The subpackages, in a request's order:
+:mod:`.startup` checks nova and puts the parts in (at start),
+:mod:`.hooks` replaces nova's listing functions and runs them on the
+listing engine, :mod:`.view` renders the body, :mod:`.validation`
+validates it, and :mod:`.middleware` keeps the request's state and adds
+the ``Server-Timing`` header.
 """
 
 from collections.abc import Callable, Mapping
