@@ -64,6 +64,7 @@ HOW_TO_FIX = ('install the nova-cellsched release tested with this nova '
               '(maintainers: python -m cellsched_tools.maintainer, in '
               'a checkout, lists what changed)')
 
+
 @dataclasses.dataclass(frozen=True)
 class Release:
     """A tested nova release: its relied-on sources' hashes.

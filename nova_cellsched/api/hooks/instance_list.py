@@ -19,8 +19,8 @@ pieces: the cells come from ``nova.context`` (so nova's
 cell cache, engines and test fixtures apply), every batch is nova's
 ``instance_get_all_by_filters_sort`` (its filters and project scope),
 and the objects are built by nova's ``_make_instance_list``. How the
-running nova release's lister makes those calls is its adapter's
-(:func:`nova_side`, :mod:`nova_cellsched.compat.adapter`).
+running nova release's lister makes those calls is the adapter's
+(:mod:`nova_cellsched.compat.adapter`).
 What differs is how the cells are asked and how rows are read:
 
 * every cell's batch runs to completion in a worker, all cells in
@@ -70,6 +70,7 @@ from nova_cellsched.api.middleware import request_state
 from nova_cellsched.api.middleware import server_timing
 from nova_cellsched.api.view import render
 from nova_cellsched import compat
+from nova_cellsched.compat import adapter
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import counters
 from nova_cellsched import exception as cellsched_exception
@@ -98,18 +99,6 @@ def _nova(owner: str, name: str) -> Callable[..., Any]:
 #: How many listings each lister answered in this process:
 #: ``{'cellsched': n, 'nova': m}``.
 SERVED = counters.Counts(('cellsched', 'nova'))
-
-def nova_side() -> Any:
-    """nova's side of the listing: :mod:`nova_cellsched.compat.adapter`.
-
-    The cells a listing asks, the marker's row, one cell's batch, a down
-    cell's error, the objects built from the rows, as nova's lister does
-    them.
-    """
-    from nova_cellsched.compat import adapter
-
-    return adapter
-
 
 class CellsLister:
     """What one listing found out about its cells.
@@ -174,9 +163,9 @@ class _Listing(cross_cell.CrossCellLister):
     """nova-api's cross-cell listing: the hooks on nova's DB API.
 
     Cells are reached through ``nova.context.target_cell`` and batches
-    read as the release's lister reads them (:attr:`nova`, from
-    :func:`nova_side`: nova's ``instance_get_all_by_filters_sort``,
-    paged by :mod:`.keyset`), in this process's workers
+    read as the release's lister reads them (:attr:`nova`, the adapter:
+    nova's ``instance_get_all_by_filters_sort``, paged by
+    :mod:`.keyset`), in this process's workers
     (:func:`.pool.executor`), guarded (:class:`.pool.GuardedCalls`). What
     it found about the cells is :attr:`lister` (nova's ``CrossCellLister``
     properties).
@@ -208,8 +197,8 @@ class _Listing(cross_cell.CrossCellLister):
         columns = None if state is None else state.row_columns
         self.row_columns = (None if columns is None else
                             frozenset(columns) | frozenset(spec.keys))
-        #: nova's side of the hooks (:func:`nova_side`).
-        self.nova = nova_side()
+        #: nova's side of the hooks (:mod:`nova_cellsched.compat.adapter`).
+        self.nova = adapter
 
     @property
     def ctx(self) -> Any:
@@ -419,7 +408,7 @@ def check_down(cells_lister: CellsLister, cell_down_support: bool) -> None:
         return
     if (not CONF.api.list_records_by_skipping_down_cells and
             not cell_down_support):
-        raise nova_side().not_responding(down[0])
+        raise adapter.not_responding(down[0])
     for uuid in down:
         LOG.warning('Cell %(cell)s is not responding and hence is '
                     'being omitted from the results: %(why)s',
@@ -475,7 +464,7 @@ def get_instances_sorted(ctx: Any, filters: Any, limit: int | None,
     if not cell_mappings:
         # NOTE: as nova's CrossCellLister (``if self.cells``): a project
         # with no cell mappings yet is listed in every cell.
-        cell_mappings = nova_side().all_cells()
+        cell_mappings = adapter.all_cells()
     spec = sort_order(sort_keys, sort_dirs).with_nulls_high(
         sorting.nulls_high_for(
             order.backend_of(cm.database_connection)
@@ -510,10 +499,9 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
                 ctx, filters, limit, marker, expected_attrs, sort_keys,
                 sort_dirs, cell_down_support=cell_down_support))
         return answer
-    nova = nova_side()
-    cell_mappings = nova.cells_to_list(ctx)
+    cell_mappings = adapter.cells_to_list(ctx)
     batch_size = batches.first_batch_size(limit, len(cell_mappings))
-    columns_to_join = nova.columns_to_join(expected_attrs)
+    columns_to_join = adapter.columns_to_join(expected_attrs)
     # Rows the renderer will render hold only the columns it reads.
     state = request_state.current()
     partial = (state is not None and render.will_stash(filters) and
@@ -543,8 +531,8 @@ def get_instance_objects_sorted(ctx: Any, filters: Any, limit: int | None,
                 ctx, db_rows, expected_attrs,
                 columns_to_join if partial else None)
         else:
-            instance_list = nova.instance_objects(ctx, db_rows,
-                                                  expected_attrs)
+            instance_list = adapter.instance_objects(ctx, db_rows,
+                                                     expected_attrs)
     timings = server_timing.current()
     if timings is not None:
         timings.served = True

@@ -513,7 +513,7 @@ class TestAdapterHooks(_Base):
 
         module = self._adapter_with(cells_to_list=cells_to_list,
                                     all_cells=all_cells)
-        self.assertIs(module, instance_list.nova_side())
+        self.assertIs(module, instance_list.adapter)
         # nova's module calls ours for the rows, as in nova-api.
         self.assertTrue(cellsched_api.install())
         ctx = nova_context.get_admin_context()
