@@ -83,8 +83,8 @@ sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
+from nova_cellsched.scheduler.decision import CellInfo  # noqa: E402
 from nova_cellsched.scheduler import host_filter as cellsched_filters  # noqa: E402
-from nova_cellsched.scheduler.policy import CellInfo  # noqa: E402
 from nova_cellsched.scheduler import state  # noqa: E402
 
 CONF = nova.conf.CONF

@@ -23,7 +23,7 @@ from nova_cellsched.cmd.base import cell_order
 from nova_cellsched.cmd.base import CellschedCommandMixin
 from nova_cellsched.cmd.base import natural_key
 from nova_cellsched import exception
-from nova_cellsched.scheduler import policy as policy_mod
+from nova_cellsched.scheduler import decision
 
 SYNC_COLUMNS = ('Cell', 'Aggregate', 'Provider', 'Action', 'Result')
 #: ``sync-aggregates``'s exit status when the removal guard held a cell
@@ -51,7 +51,7 @@ def select_cells(cell_mappings: Sequence[Any], ref: str | None) -> list[Any]:
 
     :raises InvalidListRequest: *ref* names no cell, several, or cell0.
     """
-    cells = [cm for cm in cell_mappings if cm.uuid != policy_mod.CELL0_UUID]
+    cells = [cm for cm in cell_mappings if cm.uuid != decision.CELL0_UUID]
     if ref is None:
         return cells
     found = [cm for cm in cells if ref in (cm.uuid, cm.name)]
@@ -270,19 +270,17 @@ def explain_aggregates(conf: Any, allowed: frozenset[str] | None,
                        project: str | None = None) -> None:
     """Write the aggregates the pre-filter requires for a project.
 
-    :param policy: the resolved :class:`~.policy.Policy`; with *project*,
+    :param policy: the resolved :class:`~.decision.Policy`; with *project*,
         the form ``[cellsched] placement_prefilter_form`` picks for a
         project not in ``cells_projects`` is shown, else ``member_of``.
     """
-    from nova_cellsched.scheduler import decision
-
     state = 'on' if conf.cellsched.placement_prefilter else \
         'off ([cellsched] placement_prefilter)'
     form = conf.cellsched.placement_prefilter_form
     others: frozenset[str] | None = None
     if (allowed and policy is not None and project is not None and
             not policy.is_dedicated(project)):
-        rest = frozenset(policy.cells) - allowed - {policy_mod.CELL0_UUID}
+        rest = frozenset(policy.cells) - allowed - {decision.CELL0_UUID}
         if decision.forbidden_form(form, allowed, rest):
             others = rest
     if allowed is None:

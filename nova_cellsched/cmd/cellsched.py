@@ -78,8 +78,8 @@ from nova_cellsched.cmd import base
 from nova_cellsched.cmd.base import CellschedCommandMixin
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
+from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import mapping as mapping_mod
-from nova_cellsched.scheduler import policy as policy_mod
 
 NOISY_LOGGERS = ('nova', 'oslo_service', 'oslo_db', 'oslo.privsep',
                  'stevedore', 'alembic')
@@ -91,7 +91,7 @@ EXPLAIN_COLUMNS = ('Cell', 'UUID', 'New servers', 'Why')
 
 
 def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
-                           policy_mod.Policy]:
+                           decision.Policy]:
     """Parse the options, read the cell mappings and resolve the policy."""
     from nova_cellsched.cmd import nova_setup
 
@@ -102,13 +102,13 @@ def _load_state() -> tuple[mapping_mod.CellsMapping, list[Any],
     cell_mappings = nova_setup.cell_mappings()
     from nova_cellsched.scheduler import state
 
-    policy = policy_mod.resolve(
+    policy = decision.resolve(
         mapping, [state.to_cell_info(cm) for cm in cell_mappings])
     return mapping, cell_mappings, policy
 
 
-def _role(policy: policy_mod.Policy, cell_uuid: str) -> str:
-    if cell_uuid == policy_mod.CELL0_UUID:
+def _role(policy: decision.Policy, cell_uuid: str) -> str:
+    if cell_uuid == decision.CELL0_UUID:
         return 'cell0 (failed builds only)'
     if not policy.restricted:
         return 'any project (filter not configured)'
@@ -184,11 +184,11 @@ class Check(CellschedCommandMixin, lister.Lister):
             cell = next((c for c in policy.cells.values()
                          if problem.ref in (c.uuid, c.name)), None)
             if cell is not None and problem.kind not in (
-                    policy_mod.ProblemKind.AMBIGUOUS,):
+                    decision.ProblemKind.AMBIGUOUS,):
                 problems_by_cell.setdefault(cell.uuid, []).append(
                     problem.kind.value)
-            elif problem.kind in (policy_mod.ProblemKind.UNKNOWN,
-                                  policy_mod.ProblemKind.AMBIGUOUS):
+            elif problem.kind in (decision.ProblemKind.UNKNOWN,
+                                  decision.ProblemKind.AMBIGUOUS):
                 ref_rows.append((problem.ref, '',
                                  problem.kind.value, '', '',
                                  problem.detail))
@@ -322,7 +322,7 @@ def probe_cell_database(url: str, timeout: float = CELL_PROBE_TIMEOUT
     return None
 
 
-def warn_unreachable_cells(policy: policy_mod.Policy,
+def warn_unreachable_cells(policy: decision.Policy,
                            cell_mappings: Sequence[Any], stderr: Any,
                            timeout: float = CELL_PROBE_TIMEOUT) -> list[str]:
     """Write a ``warning:`` line per used cell whose database is down.
@@ -340,7 +340,7 @@ def warn_unreachable_cells(policy: policy_mod.Policy,
 
     used = {cm.uuid: cm for cm in cell_mappings
             if cm.uuid in policy.usable_cells and
-            cm.uuid != policy_mod.CELL0_UUID}
+            cm.uuid != decision.CELL0_UUID}
     if not used:
         return []
     pool = concurrent.futures.ThreadPoolExecutor(
@@ -465,8 +465,8 @@ class Explain(CellschedCommandMixin, lister.Lister):
         problems = project_problems(mapping, policy, project)
         for problem in problems:
             self.app.stderr.write('problem: %s\n' % problem)
-            if problem.kind in (policy_mod.ProblemKind.UNKNOWN,
-                                policy_mod.ProblemKind.AMBIGUOUS):
+            if problem.kind in (decision.ProblemKind.UNKNOWN,
+                                decision.ProblemKind.AMBIGUOUS):
                 rows.append((problem.ref, '', 'no', '%s: %s' % (
                     problem.kind.value, problem.detail)))
         self._problems = len(problems)
@@ -486,8 +486,8 @@ class Explain(CellschedCommandMixin, lister.Lister):
 
 
 def project_problems(mapping: mapping_mod.CellsMapping,
-                     policy: policy_mod.Policy,
-                     project: str) -> list[policy_mod.Problem]:
+                     policy: decision.Policy,
+                     project: str) -> list[decision.Problem]:
     """The problems of *policy* that decide *project*'s cells.
 
     Those of the references that apply to it (its ``cells_projects``
@@ -501,20 +501,20 @@ def project_problems(mapping: mapping_mod.CellsMapping,
                 if key in projects}
     else:
         refs = set(mapping.default)
-    kinds = (policy_mod.ProblemKind.UNKNOWN,
-             policy_mod.ProblemKind.AMBIGUOUS,
-             policy_mod.ProblemKind.CELL0,
-             policy_mod.ProblemKind.DISABLED_IN_NOVA)
+    kinds = (decision.ProblemKind.UNKNOWN,
+             decision.ProblemKind.AMBIGUOUS,
+             decision.ProblemKind.CELL0,
+             decision.ProblemKind.DISABLED_IN_NOVA)
     return [p for p in policy.problems
             if (p.kind in kinds and p.ref in refs) or
-            (p.kind is policy_mod.ProblemKind.NO_CELLS_FOR_PROJECT and
+            (p.kind is decision.ProblemKind.NO_CELLS_FOR_PROJECT and
              p.ref == key)]
 
 
-def _explain_cell(policy: policy_mod.Policy, project: str, cm: Any,
+def _explain_cell(policy: decision.Policy, project: str, cm: Any,
                   allowed: frozenset[str] | None,
                   dedicated: bool) -> tuple[bool, str]:
-    if cm.uuid == policy_mod.CELL0_UUID:
+    if cm.uuid == decision.CELL0_UUID:
         return False, 'cell0 has no hosts; it keeps servers that failed ' \
             'to schedule'
     if cm.disabled:

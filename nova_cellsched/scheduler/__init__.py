@@ -13,9 +13,9 @@
 """Project-to-cell scheduling: which cells may take a project's servers.
 
 The flow, one module a step: :mod:`.mapping` parses the two options
-(pure); :mod:`.policy` resolves the parsed mapping to real cells (pure);
-:mod:`.policy_cache` keeps the current policy (pure); :mod:`.decision`
-answers for one request, for the host filter and for placement (pure);
+(pure); :mod:`.decision` resolves the parsed mapping to real cells,
+keeps the policy in force and answers for one request, for the host
+filter and for placement (pure, read top to bottom);
 :mod:`.state` holds the one policy of a nova-scheduler, on the cells
 it reads from nova's API database, rebuilt by its SIGHUP mutate hook;
 :mod:`.host_filter` is nova's scheduler host filter,

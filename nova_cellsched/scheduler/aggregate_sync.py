@@ -62,7 +62,7 @@ from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched import guard
 from nova_cellsched.scheduler import aggregates
-from nova_cellsched.scheduler.policy import CELL0_UUID
+from nova_cellsched.scheduler.decision import CELL0_UUID
 
 LOG = logging.getLogger(__name__)
 

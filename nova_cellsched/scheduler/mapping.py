@@ -83,7 +83,7 @@ class CellsMapping:
     """The parsed options: which cell references serve which projects.
 
     References are normalised but not resolved: whether a name matches a
-    real cell mapping is decided by :mod:`nova_cellsched.scheduler.policy`.
+    real cell mapping is decided by :mod:`nova_cellsched.scheduler.decision`.
 
     :ivar default: cell references for projects not in ``projects``, in
         option order, without repeats.

@@ -45,7 +45,6 @@ from oslo_log import log as logging
 from nova_cellsched import conf
 from nova_cellsched import exception
 from nova_cellsched.scheduler import decision
-from nova_cellsched.scheduler import policy_cache
 from nova_cellsched.scheduler import state
 
 LOG = logging.getLogger(__name__)
@@ -132,7 +131,7 @@ def require_cell_aggregates(ctxt: Any, request_spec: Any) -> bool:
 
 
 def _host_states_of_one_cell(dest: Any, cell_uuid: str,
-                             snapshot: policy_cache.Snapshot) -> bool:
+                             snapshot: decision.Snapshot) -> bool:
     """Let nova's HostManager read only the hosts of the one allowed cell.
 
     Whatever placement returns, nova's ``HostManager`` reads the

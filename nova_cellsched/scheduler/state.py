@@ -33,13 +33,14 @@ cache with the pair: the cache never reads an option itself.
 ``placement_prefilter`` and ``placement_prefilter_form`` are single
 values, read on every request like nova's own mutable options.
 
-The cell mappings are read again by every SIGHUP too (:func:`reload_hook`
-calls :meth:`.PolicyCache.reset`), whether or not an option changed, and
-when ProjectCellFilter is built: the moments nova's HostManager reads the
-cells it schedules to (``refresh_cells_caches``, at start and in the
-scheduler manager's SIGHUP ``reset``). The enabled cells of that read
-(:attr:`.PolicyCache.scheduling_cells`) are the only cells the placement
-pre-filter names to nova's HostManager.
+The cell mappings are read again by every SIGHUP too
+(:func:`reload_hook` calls :meth:`.decision.PolicyCache.reset`),
+whether or not an option changed, and when ProjectCellFilter is built:
+the moments nova's HostManager reads the cells it schedules to
+(``refresh_cells_caches``, at start and in the scheduler manager's
+SIGHUP ``reset``). The enabled cells of that read
+(:attr:`.decision.PolicyCache.scheduling_cells`) are the only cells the
+placement pre-filter names to nova's HostManager.
 """
 
 from collections.abc import Callable
@@ -55,15 +56,14 @@ from oslo_log import log as logging
 from nova_cellsched import cells
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.scheduler import policy as policy_mod
-from nova_cellsched.scheduler import policy_cache
+from nova_cellsched.scheduler import decision
 
 LOG = logging.getLogger(__name__)
 CONF = nova.conf.CONF
 conf.register_opts(CONF)
 
 
-def read_options(conf_obj: Any) -> policy_cache.RawOptions:
+def read_options(conf_obj: Any) -> decision.RawOptions:
     """``(cells_default, cells_projects)`` as *conf_obj* has them now.
 
     :raises InvalidCellsMapping: oslo.config cannot read a value (an
@@ -90,21 +90,21 @@ def _cell_cache_ttl(conf_obj: Any) -> float:
     return float(conf_obj[conf.GROUP_NAME].cell_cache_ttl)
 
 
-def to_cell_info(cell_mapping: Any) -> policy_mod.CellInfo:
-    """Convert a nova ``CellMapping`` to a :class:`.policy.CellInfo`.
+def to_cell_info(cell_mapping: Any) -> decision.CellInfo:
+    """Convert a nova ``CellMapping`` to a :class:`.decision.CellInfo`.
 
     The mapping itself is kept as ``CellInfo.source``, so that the
     pre-filter can name the cell to nova's HostManager without reading
     it back from the API database.
     """
-    return policy_mod.CellInfo(uuid=cell_mapping.uuid,
+    return decision.CellInfo(uuid=cell_mapping.uuid,
                                name=cell_mapping.name or None,
                                disabled=bool(cell_mapping.disabled),
                                source=cell_mapping)
 
 
-def load_cell_infos(context: Any = None) -> list[policy_mod.CellInfo]:
-    """Every cell mapping as :class:`.policy.CellInfo`, cell0 included."""
+def load_cell_infos(context: Any = None) -> list[decision.CellInfo]:
+    """Every cell mapping as :class:`.decision.CellInfo`, cell0 included."""
     return [to_cell_info(cm) for cm in cells.load_cell_mappings(context)]
 
 
@@ -120,10 +120,10 @@ class SharedPolicy:
     """
 
     def __init__(self, conf_obj: Any,
-                 load_cells: Callable[[], Sequence[policy_mod.CellInfo]]
+                 load_cells: Callable[[], Sequence[decision.CellInfo]]
                  | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.cache = policy_cache.PolicyCache(
+        self.cache = decision.PolicyCache(
             read_options(conf_obj),
             load_cells or load_cell_infos, clock=clock,
             max_age=_cell_cache_ttl(conf_obj))
@@ -132,11 +132,11 @@ class SharedPolicy:
         """Install the options *conf_obj* has now, and rebuild the policy.
 
         Pushes the pair and ``[cellsched] cell_cache_ttl`` to the cache
-        (:meth:`.PolicyCache.reset`), which never reads an option itself.
-        Also reads the cell mappings again, whether or not the options
-        changed (:meth:`.PolicyCache.reset`): on SIGHUP nova-scheduler
-        refreshes its own cell caches (``HostManager.refresh_cells_caches``)
-        right after the mutate hooks, so renamed, disabled, enabled and new
+        (:meth:`.decision.PolicyCache.reset`), which never reads an
+        option itself, and so reads the cell mappings again, whether or
+        not the options changed: on SIGHUP nova-scheduler refreshes its
+        own cell caches (``HostManager.refresh_cells_caches``) right
+        after the mutate hooks, so renamed, disabled, enabled and new
         cells are seen by both at once, not after ``[cellsched]
         cell_cache_ttl``.
 
@@ -145,7 +145,7 @@ class SharedPolicy:
         cells are read again all the same). Never raises for the options
         (oslo.config's other hooks run too).
         """
-        raw: policy_cache.RawOptions | None
+        raw: decision.RawOptions | None
         try:
             raw = read_options(conf_obj)
         except InvalidCellsMapping as exc:

@@ -46,9 +46,9 @@ import testtools.content_type
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.exception import InvalidCellsMapping
+from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping
-from nova_cellsched.scheduler import policy as policy_mod
 from tests import request_specs
 from tests import scheduler_state
 
@@ -252,8 +252,8 @@ class ParserFuzzTest(testtools.TestCase):
             by_uuid = {str(uuid_lib.UUID(int=(0xC311 << 64) + i,
                                          version=4)): r
                        for i, r in enumerate(refs)}
-            resolved = policy_mod.resolve(got, [
-                policy_mod.CellInfo(u, name=r) for u, r in by_uuid.items()])
+            resolved = decision.resolve(got, [
+                decision.CellInfo(u, name=r) for u, r in by_uuid.items()])
             for project, cells in resolved.project_cells.items():
                 self.assertEqual(
                     {c for c, ps in pairs.items() if project in ps},
@@ -299,13 +299,13 @@ def universes(draw):
     count = draw(st.integers(1, 7))
     cells = []
     for index in range(count):
-        cells.append(policy_mod.CellInfo(
+        cells.append(decision.CellInfo(
             uuid=str(uuid_lib.UUID(int=draw(st.integers(1, 2**64)),
                                    version=4)),
             name=draw(st.one_of(st.none(), st.sampled_from(NAMES))),
             disabled=draw(st.booleans())))
     if draw(st.booleans()):
-        cells.append(policy_mod.CellInfo(uuid=policy_mod.CELL0_UUID,
+        cells.append(decision.CellInfo(uuid=decision.CELL0_UUID,
                                          name='cell0'))
     uuids = [c.uuid for c in cells]
     hypothesis.assume(len(set(uuids)) == len(uuids))
@@ -358,7 +358,7 @@ def oracle_resolve(ref, cells):
     key = str(as_uuid) if as_uuid else ref
     found = [c for c in cells if c.uuid == key] or [
         c for c in cells if c.name == key]
-    if len(found) != 1 or found[0].uuid == policy_mod.CELL0_UUID:
+    if len(found) != 1 or found[0].uuid == decision.CELL0_UUID:
         return set()
     return {found[0].uuid}
 
@@ -428,7 +428,7 @@ class IsolationPropertyTest(base.BaseTestCase):
             self.assertLessEqual(passed, named,
                                  'a new server passed a disabled cell')
             self.assertNotIn(outsider, passed)
-            self.assertNotIn(policy_mod.CELL0_UUID, passed)
+            self.assertNotIn(decision.CELL0_UUID, passed)
             if oracle_project(request) in p_cells:
                 self.assertLessEqual(passed, p_cells[oracle_project(
                     request)])
@@ -452,7 +452,7 @@ class UnreadableOptionTest(base.BaseTestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.state.CONF', self.conf))
         self.useFixture(scheduler_state.FreshPolicy())
-        self.cells = [policy_mod.CellInfo(str(uuid_lib.uuid4()), name)
+        self.cells = [decision.CellInfo(str(uuid_lib.uuid4()), name)
                       for name in ('cell1', 'cell2')]
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.scheduler.state.load_cell_infos',

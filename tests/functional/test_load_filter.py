@@ -37,9 +37,9 @@ from oslotest import base
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
+from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
-from nova_cellsched.scheduler import policy as policy_mod
 from nova_cellsched.scheduler import state
 from tests import request_specs
 from tests import scheduler_state
@@ -57,7 +57,7 @@ UNMAPPED = uuid_lib.UUID(int=0xdead).hex
 def make_cells():
     rng_uuids = [str(uuid_lib.UUID(int=(i + 1) * 7919, version=4))
                  for i in range(CELLS)]
-    return [policy_mod.CellInfo(uuid=u, name='c%02d' % i)
+    return [decision.CellInfo(uuid=u, name='c%02d' % i)
             for i, u in enumerate(rng_uuids)]
 
 
@@ -272,7 +272,7 @@ class FilterReloadLoadTest(base.BaseTestCase):
         request is loading the cells with version 1 in force when a
         SIGHUP pushes version 2: the request's load does not undo it.
         """
-        from nova_cellsched.scheduler import policy_cache
+        from nova_cellsched.scheduler import decision
 
         def to_raw(v):
             return (tuple(self.versions[v][0].split(',')),
@@ -290,7 +290,7 @@ class FilterReloadLoadTest(base.BaseTestCase):
                 sighup.start()
             return list(self.cells)
 
-        cache = policy_cache.PolicyCache(to_raw(1), load_cells)
+        cache = decision.PolicyCache(to_raw(1), load_cells)
         cache.current()
         sighups[0].join(60)
         self.assertFalse(sighups[0].is_alive(), 'deadlock')
@@ -324,7 +324,7 @@ class FilterReloadLoadTest(base.BaseTestCase):
         That is: the pair lets it into cells that neither version a nor
         version b gives it.
         """
-        mixed = policy_mod.resolve(
+        mixed = decision.resolve(
             mapping_mod.parse(self.versions[a][0], self.versions[b][1]),
             self.cells)
         for project in PROJECTS + [UNMAPPED]:

@@ -76,7 +76,7 @@ class TestPublicPaths(testtools.TestCase):
         code = ('import sys\n'
                 'import nova_cellsched.listing.timing\n'
                 'import nova_cellsched.listing.sorting\n'
-                'import nova_cellsched.scheduler.policy_cache\n'
+                'import nova_cellsched.scheduler.decision\n'
                 'import nova_cellsched.gather\n'
                 'print(sorted(m for m in sys.modules'
                 ' if m == "nova" or m.startswith("nova.")))\n')

@@ -23,7 +23,7 @@ from oslotest import base
 #: The modules that decide (cells, policy, order, rounds, gathering,
 #: aggregates) without nova: testable, and the same on every release.
 PURE = ('nova_cellsched.scheduler.mapping',
-        'nova_cellsched.scheduler.policy',
+        'nova_cellsched.scheduler.decision',
         'nova_cellsched.scheduler.decision',
         'nova_cellsched.scheduler.aggregates',
         'nova_cellsched.listing.sorting',

@@ -27,13 +27,11 @@ from nova import test
 import testscenarios
 
 from nova_cellsched.scheduler import decision
-from nova_cellsched.scheduler import policy as policy_mod
-from nova_cellsched.scheduler import policy_cache
 from tests import request_specs
 
-CELL_A = policy_mod.CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
-CELL_B = policy_mod.CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellB')
-CELL_C = policy_mod.CellInfo('c1d2e3f4-0a1b-4c2d-8e3f-405162738495', 'cellC')
+CELL_A = decision.CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
+CELL_B = decision.CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellB')
+CELL_C = decision.CellInfo('c1d2e3f4-0a1b-4c2d-8e3f-405162738495', 'cellC')
 PROJECT = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'
 
 # Before the SIGHUP the project is dedicated to cellB; after it, it is
@@ -72,7 +70,7 @@ class SnapshotPerRequestTestCase(testscenarios.WithScenarios,
                  ('member_of', dict(form=decision.FORM_MEMBER_OF))]
 
     def _cache(self, clock=lambda: 1000.0):
-        cache = policy_cache.PolicyCache(
+        cache = decision.PolicyCache(
             BEFORE, lambda: [CELL_A, CELL_B, CELL_C], clock=clock,
             max_age=3600)
         cache.reset()

@@ -27,8 +27,8 @@ import testscenarios
 
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
+from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import mapping
-from nova_cellsched.scheduler import policy
 
 # Reproducible in CI: the same examples on every run, no example database.
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
@@ -39,14 +39,14 @@ PROPERTY_STRUCTURED = hypothesis.settings(PROPERTY, max_examples=200)
 def dedicated_cells(parsed, project_id):
     """The cell references the policy gives *project_id*, None if unmapped.
 
-    Through :func:`policy.resolve`, as the scheduler uses the mapping:
+    Through :func:`decision.resolve`, as the scheduler uses the mapping:
     each reference names one cell of that name (uuids made up, so a
     reference that is a uuid resolves by name too).
     """
     refs = dict.fromkeys(parsed.default +
                          tuple(cell for cell, _ in parsed.projects))
     by_uuid = {str(uuid.uuid5(uuid.NAMESPACE_OID, ref)): ref for ref in refs}
-    resolved = policy.resolve(parsed, [policy.CellInfo(u, name=ref)
+    resolved = decision.resolve(parsed, [decision.CellInfo(u, name=ref)
                                        for u, ref in by_uuid.items()])
     if not resolved.is_dedicated(project_id):
         return None

@@ -18,8 +18,8 @@ import fixtures
 from oslotest import base
 
 from nova_cellsched.exception import InvalidCellsMapping
-from nova_cellsched.scheduler.policy import CellInfo
-from nova_cellsched.scheduler import policy_cache
+from nova_cellsched.scheduler import decision
+from nova_cellsched.scheduler.decision import CellInfo
 
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_E = CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellE')
@@ -69,14 +69,14 @@ class PolicyCacheTestCase(base.BaseTestCase):
     def setUp(self):
         super().setUp()
         self.log = self.useFixture(fixtures.FakeLogger(
-            name=policy_cache.__name__, level=logging.DEBUG,
+            name=decision.__name__, level=logging.DEBUG,
             format='%(levelname)s %(message)s'))
         self.options = Options(['cellA'], 'cellE:p1')
         self.cells = Cells(CELL_A, CELL_E)
         self.clock = Clock()
 
     def _cache(self):
-        return policy_cache.PolicyCache(self.options.raw(), self.cells,
+        return decision.PolicyCache(self.options.raw(), self.cells,
                                         min_refresh_interval=INTERVAL,
                                         clock=self.clock)
 
@@ -303,7 +303,7 @@ class CellCacheAgeTestCase(PolicyCacheTestCase):
     """[cellsched] cell_cache_ttl: renamed cells are seen without restart."""
 
     def _aged_cache(self, ttl):
-        return policy_cache.PolicyCache(
+        return decision.PolicyCache(
             self.options.raw(), self.cells, min_refresh_interval=INTERVAL,
             clock=self.clock, max_age=ttl)
 
@@ -353,7 +353,7 @@ class ResetTestCase(PolicyCacheTestCase):
     CELL0 = CellInfo('00000000-0000-0000-0000-000000000000', 'cell0')
 
     def _aged_cache(self):
-        return policy_cache.PolicyCache(
+        return decision.PolicyCache(
             self.options.raw(), self.cells, min_refresh_interval=INTERVAL,
             clock=self.clock, max_age=3600)
 

@@ -18,12 +18,12 @@ import hypothesis
 from hypothesis import strategies as st
 from oslotest import base
 
+from nova_cellsched.scheduler import decision
+from nova_cellsched.scheduler.decision import CellInfo
+from nova_cellsched.scheduler.decision import ProblemKind
 from nova_cellsched.scheduler import mapping
-from nova_cellsched.scheduler import policy
-from nova_cellsched.scheduler.policy import CellInfo
-from nova_cellsched.scheduler.policy import ProblemKind
 
-CELL0 = CellInfo(policy.CELL0_UUID, 'cell0')
+CELL0 = CellInfo(decision.CELL0_UUID, 'cell0')
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_B = CellInfo('7f9b7d0e-57c4-4a8e-8f4e-3c1f4c1d9a02', 'cellB')
 CELL_E = CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellE')
@@ -36,7 +36,7 @@ PROJECT = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'
 
 
 def _resolve(default='', projects='', cells=ALL_CELLS):
-    return policy.resolve(mapping.parse(default, projects), cells)
+    return decision.resolve(mapping.parse(default, projects), cells)
 
 
 def _kinds(pol):
@@ -155,7 +155,7 @@ class ResolveTestCase(base.BaseTestCase):
         self.assertEqual(frozenset([twin1.uuid]), pol.allowed_cells('p1'))
 
     def test_cell0_grants_nothing(self):
-        for ref in ('cell0', policy.CELL0_UUID, '0' * 32):
+        for ref in ('cell0', decision.CELL0_UUID, '0' * 32):
             pol = _resolve(ref, 'cellE:p1,%s:p1;p2' % ref)
             self.assertEqual(frozenset(), pol.default_cells)
             self.assertEqual(frozenset([CELL_E.uuid]),
@@ -167,7 +167,7 @@ class ResolveTestCase(base.BaseTestCase):
             self.assertEqual((ProblemKind.NO_CELLS_FOR_PROJECT, 'p2'),
                              kinds[-1])
             self.assertIn('cell0 only stores servers', pol.problems[0].detail)
-            self.assertNotIn(policy.CELL0_UUID, pol.usable_cells)
+            self.assertNotIn(decision.CELL0_UUID, pol.usable_cells)
 
     def test_disabled_in_nova_is_reported_and_kept(self):
         """A cell disabled in nova stays allowed; the operator is told."""
@@ -307,7 +307,7 @@ class IsolationPropertyTestCase(base.BaseTestCase):
         empty.
         """
         cells, default, projects = world
-        pol = policy.resolve(mapping.build(default, projects), cells)
+        pol = decision.resolve(mapping.build(default, projects), cells)
         allowed = pol.allowed_cells(asked)
 
         if not default and not projects:
@@ -327,7 +327,7 @@ class IsolationPropertyTestCase(base.BaseTestCase):
 
         self.assertLessEqual(allowed, named_for_it)
         self.assertLessEqual(allowed, named_anywhere)
-        self.assertNotIn(policy.CELL0_UUID, allowed)
+        self.assertNotIn(decision.CELL0_UUID, allowed)
         if own_refs:
             # A dedicated project never falls back to the defaults.
             self.assertLessEqual(
@@ -337,6 +337,6 @@ class IsolationPropertyTestCase(base.BaseTestCase):
         expected = set()
         for ref in refs:
             matches = _oracle(ref, cells)
-            if len(matches) == 1 and policy.CELL0_UUID not in matches:
+            if len(matches) == 1 and decision.CELL0_UUID not in matches:
                 expected |= matches
         self.assertEqual(expected, allowed)
