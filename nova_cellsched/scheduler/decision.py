@@ -41,17 +41,21 @@ Read top to bottom:
 
 import dataclasses
 import enum
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from oslo_log import log as logging
-
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler.mapping import normalize_project_id
 
+# NOTE: the standard library's logger, not oslo.log's: the command line
+# imports this module before nova chooses its concurrency mode, and
+# oslo.log imports oslo.context, which must not be loaded before
+# eventlet's monkey patching (nova bug 1773102). oslo.log's setup
+# formats these records all the same.
 LOG = logging.getLogger(__name__)
 
 
