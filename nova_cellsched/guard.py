@@ -218,25 +218,19 @@ def _on_do_connect(dialect: Any, _record: Any, cargs: Any,
 def _close_idle_cell_connections() -> None:
     """Close the PyMySQL connections waiting in the cell pools nova made.
 
-    Called by :mod:`nova_cellsched.compat` when the ``guard`` part
-    turns on. A connection made before is PyMySQL's own class,
-    without the thread-bound timeouts, and the pool pings it before any
-    ``checkout`` event could change it: on a frozen cell that ping
-    would block a bounded thread without end. nova-api started by
-    nova's own WSGI entry point runs nova's start-up check, which
-    connects to every cell, before the paste filter turns the part on. Each
-    cell's next use connects anew, through :func:`_on_do_connect` (one
-    connect per pooled connection, once). Checked-out connections are
-    not touched (none are when the part turns on, before any request).
-
-    Only the pools of engines already started and speaking PyMySQL, the
-    only driver the part changes: an engine not started yet has no
-    connection (starting it here would connect), and another driver's
-    pool keeps its connections. Closing those gained nothing and lost
-    data where the connection is the database: an in-memory SQLite cell
-    (``sqlite://``, one connection in a ``StaticPool``), as in nova's
-    own test fixtures of nova 31 to 33, came back empty.
+    Called when the ``guard`` part turns on, before any request. A
+    connection made before is PyMySQL's own class, without the
+    thread-bound timeouts, and the pool pings it before any ``checkout``
+    event could change it; each cell's next use connects anew through
+    :func:`_on_do_connect`. Only started engines speaking PyMySQL are
+    touched: starting an engine would connect, and another driver's pool
+    keeps its connections. Checked-out connections are left alone.
     """
+    # NOTE: nova's own WSGI entry point connects to every cell in its
+    # start-up check, before the paste filter turns the part on. Pools of
+    # other drivers are kept because there the connection can be the
+    # database: an in-memory SQLite cell (sqlite://, one connection in a
+    # StaticPool, as in nova 31-33's test fixtures) would come back empty.
     from nova import context as nova_context
 
     for manager, _mq in list(nova_context.CELL_CACHE.values()):

@@ -134,42 +134,30 @@ def _host_states_of_one_cell(dest: Any, cell_uuid: str,
                              snapshot: decision.Snapshot) -> bool:
     """Let nova's HostManager read only the hosts of the one allowed cell.
 
-    Whatever placement returns, nova's ``HostManager`` reads the
-    nova-compute services of every enabled cell (and asks each cell for
-    the candidates' compute nodes) unless the request names a cell in
-    ``requested_destination.cell``: at 10,000 hosts in 50 cells that
-    is most of a request's time once placement returns one cell's hosts.
-    When placement may only return hosts of one cell, naming it gives
-    the same host states from one cell database. Only the scheduler's
-    copy of the request spec changes (nova-scheduler does not save it);
-    nova's scheduler reads ``cell`` only there and, for a named host,
-    in ``resources_from_request_spec``, which this filter never sees.
+    nova's ``HostManager`` reads the services of every enabled cell (and
+    asks each for the candidates' compute nodes) unless
+    ``requested_destination.cell`` names one. When placement may only
+    return hosts of one cell, naming it gives the same host states from
+    one cell database. Only the scheduler's copy of the request spec
+    changes (nova-scheduler does not save it).
 
-    Nothing changes when the request already names a cell (a move: a
-    pinned cell, or the preferred cell of a cross-cell resize).
-
-    A named cell is read even if it is disabled (nova honours the
-    conductor's pinned cell of a move that way), so only a cell nova
-    schedules new servers to is named: one of the snapshot's
-    ``scheduling_cells`` (the enabled cells as nova's HostManager read
-    them, at start or on the last SIGHUP) and not disabled in its cell
-    mapping as the policy cache last read it (at start, on SIGHUP, after
-    ``[cellsched] cell_cache_ttl``, for a new cell). Otherwise the request
-    is left to nova's HostManager, which reads its enabled cells as
-    without the pre-filter: a project whose one cell is disabled gets
-    NoValidHost, and a cell disabled without a SIGHUP yet is used as nova
-    itself still uses it.
-
-    The cell mapping named is the one the policy cache read, not read
-    back from the API database per request: a cell disabled since that
-    read may still be named until the next read, which changes nothing,
-    since nova's HostManager keeps scheduling to it until its SIGHUP
-    (``tests/functional/test_disabled_cell.py``).
+    Nothing is named when the request already names a cell (a move), nor
+    when the cell is not one nova schedules new servers to: it must be
+    among the snapshot's ``scheduling_cells`` (the enabled cells as
+    nova's HostManager read them, at start or on the last SIGHUP) and
+    not disabled in its mapping as the policy cache last read it. Then
+    nova's HostManager reads its enabled cells as without the pre-filter.
 
     :param snapshot: the policy cache's state the request was decided
         with; no cell is named before a reset read the cells.
     :returns: True when the cell was named.
     """
+    # NOTE: a named cell is read even if disabled (nova honours a move's
+    # pinned cell that way), hence the checks. The mapping named is the
+    # one the cache read, not read back per request: a cell disabled
+    # since may still be named until the next read, which changes
+    # nothing, since nova's HostManager schedules to it until its SIGHUP
+    # (tests/functional/test_disabled_cell.py).
     if ('cell' in dest and dest.cell is not None) or (
             'allow_cross_cell_move' in dest and dest.allow_cross_cell_move):
         return False

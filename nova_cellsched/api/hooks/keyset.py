@@ -119,33 +119,20 @@ def paginate_query(query: Any, model: Any, limit: int | None,
 def one_row_per_instance(query: Any) -> Any:
     """nova's instance *query*, each matching instance once.
 
-    nova filters ``tags-any`` with an inner JOIN on tags (``tags`` with a
-    JOIN per tag): an instance with two of the tags is two rows in SQL.
-    nova's ORM query returns it once (the legacy ``Query`` de-duplicates
-    entities), but only after the database applied the LIMIT to the
-    joined rows, so a batch can hold fewer instances than asked for;
-    nova's lister then asks the cell again after the batch's last
-    instance, and its page is the first *limit* distinct instances. Ours
-    takes a short batch for the end of the cell (and the plain rows of
-    :mod:`.rows` are not entities, so nothing de-duplicates them).
-
-    A query with such a join becomes ``instances WHERE id IN (nova's
-    query, joins and filters as nova built them, selecting id)`` with
-    nova's loader options: one row per instance, so the LIMIT added
-    after counts instances and a batch is either full or the cell's
-    last. A query without joins is returned as it is.
-
-    Reads two attributes of SQLAlchemy's legacy ``Query`` that have no
-    public reader (the same in 1.4, 2.0 and 2.1): ``_setup_joins``, the
-    ``join()`` calls made on it (nova's eager loads are options, not
-    joins), and ``_with_options``, nova's eager-load options. The
-    ``keyset`` part checks that ``Query.join`` and ``Query.options``
-    fill them (:func:`nova_cellsched.compat.checks.keyset_sqlalchemy`:
-    a SQLAlchemy that does not is refused at install), the
-    self-test (:mod:`.selftest`, ``nova-cellsched check --selftest``)
-    lists with ``tags-any`` both ways, and
-    ``tests/functional/test_api_rows.py`` fails if either changes.
+    nova filters ``tags-any`` with an inner JOIN on tags, so an
+    instance with two of the tags is two rows in SQL and the LIMIT counts
+    rows, not instances: a batch could hold fewer instances than asked
+    for without being the cell's last. A query with such a join becomes
+    ``instances WHERE id IN (nova's query, selecting id)`` with nova's
+    loader options, so the LIMIT added after counts instances. A query
+    without joins is returned as it is.
     """
+    # NOTE: _setup_joins (the join() calls; nova's eager loads are
+    # options) and _with_options are the legacy Query's, with no public
+    # reader (the same in SQLAlchemy 1.4 to 2.1). The keyset part refuses
+    # a SQLAlchemy whose join()/options() do not fill them
+    # (compat.checks.keyset_sqlalchemy), and the self-test and
+    # tests/functional/test_api_rows.py list with tags-any both ways.
     if not query._setup_joins:
         return query
     matching = query.enable_eagerloads(False).with_entities(

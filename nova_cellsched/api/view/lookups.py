@@ -12,55 +12,40 @@
 
 """The server-list's lookups after the listing, read for what is shown.
 
-After the listing, nova-api reads three more things per request:
+After the listing nova-api reads three more things per request; with
+each option on, this module reads them for the listed servers only,
+each from its own cell, and no more than the body shows:
 
-* the latest fault of every listed server (``InstanceList.fill_faults``,
-  called by ``ServersController._get_servers``): nova asks *every* cell
-  (cell0 included) for the faults of *all* the listed servers. With
-  ``[cellsched] api_view_faults`` each listed server's own cell is asked
-  for its servers' faults only, with nova's own
-  ``InstanceFaultList.get_latest_by_instance_uuids``, so the objects are
-  nova's;
+* ``[cellsched] api_view_faults``: the latest fault of every listed
+  server (nova's ``InstanceList.fill_faults`` asks every cell, cell0
+  included, for all of them). Each server's cell is asked for its own
+  servers, with nova's ``InstanceFaultList.get_latest_by_instance_uuids``:
+  the objects are nova's.
+* ``[cellsched] api_view_bdms``: the attached volumes of
+  ``/servers/detail`` (nova's view looks up every server's
+  InstanceMapping, asks every cell of those servers for the block device
+  mappings of all of them and builds an object per row). Each cell is
+  asked for its own servers, for the three columns the view reads, in
+  nova's own query (its ``model_query``, deleted filter, no order).
+* ``[cellsched] api_view_request_specs``: at >= 2.96
+  (``pinned_availability_zone``) and >= 2.100 (``scheduler_hints``),
+  those fields of each server's RequestSpec, taken from the spec's JSON
+  through the RequestSpec fields' own ``from_primitive`` and ``coerce``.
+  A spec this cannot take as nova would (another object version, a
+  server group that nova would look up, a missing field) is built by
+  nova's ``RequestSpec._from_db_object``.
 
-and nova's view builder
-(``nova.api.openstack.compute.views.servers.ViewBuilder``) two, building
-whole objects for both:
+They apply only to a list this process's lister served in the same
+request (``RequestState.listed`` of
+:mod:`nova_cellsched.api.middleware.request_state`), and only while the
+compat layer finds nova's view, queries and objects as this module
+expects (the ``view`` part). What they leave out changes no response:
+nova's ``_from_db_object`` of a block device mapping without a uuid
+writes one, and a RequestSpec with a legacy NUMA topology is saved back
+migrated; neither is shown. A block device mapping's other columns are
+not read, so a row nova's objects would refuse does not fail the list.
 
-* ``/servers/detail`` (every microversion) shows each server's attached
-  volumes. nova looks up the InstanceMapping of every listed server in
-  the API database, then asks *every* cell of those servers for the
-  block device mappings of *all* of them (an ``IN`` list of up to
-  1,000 uuids per cell, 50 times at 50 cells) and builds a
-  ``BlockDeviceMapping`` object per row, of which the view reads two
-  fields. With ``[cellsched] api_view_bdms`` the listing already knows
-  each server's cell: each cell is asked for its own servers only, for
-  the three columns the view reads, in the same query nova makes
-  otherwise (its ``model_query``, its deleted filter, no order).
-* At >= 2.96 (``pinned_availability_zone``) and >= 2.100
-  (``scheduler_hints``) the view reads every listed server's
-  RequestSpec from the API database and deserializes each whole spec
-  (flavor, image, NUMA, PCI requests...) into objects, for one or two
-  fields. With ``[cellsched] api_view_request_specs`` the spec's JSON
-  is read and only those fields are taken, through the RequestSpec
-  fields' own ``from_primitive`` and ``coerce``. A spec this cannot take
-  as nova would (another object version, a server group that nova
-  would look up and may drop from the hints, a missing field) is built
-  by nova's ``RequestSpec._from_db_object``, as before.
-
-All three apply only to a list this process's lister served in the same
-request (:attr:`.request_state.RequestState.listed`), and only where
-:mod:`.fingerprint` found nova's code the code this was built for (the
-view functions, the queries and the objects named there). What they
-leave out changes no response: nova's ``_from_db_object`` of a block
-device mapping with no uuid writes one (an online data migration that
-``nova-manage db online_data_migrations`` also does), and a RequestSpec
-with a legacy NUMA topology is saved back migrated; neither is shown.
-A row nova's objects would refuse (a column value its fields reject)
-makes nova's request fail; here a block device mapping's other columns
-are not read, so such a row does not fail the list.
-
-The view is also timed: its wall time is the ``view`` phase of
-:mod:`.server_timing`.
+The view's wall time is the ``view`` phase of ``Server-Timing``.
 """
 
 from collections.abc import Callable, Iterable, Sequence
