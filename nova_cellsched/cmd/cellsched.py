@@ -202,6 +202,9 @@ class Check(CellschedCommandMixin, lister.Lister):
         from nova_cellsched.cmd import nova_setup
         self._problems += aggregates_cmd.check_aggregates(
             nova_setup.conf(), cell_mappings, self.app.stderr)
+        note = quota_note(nova_setup.conf())
+        if note is not None:
+            self.app.stderr.write('note: %s\n' % note)
         return CHECK_COLUMNS, rows + ref_rows
 
     def _check_api_paste(self, path: str
@@ -275,6 +278,33 @@ class Check(CellschedCommandMixin, lister.Lister):
             self.needs_config = False
         result = super().run(parsed_args)
         return result or (1 if self._problems else 0)
+
+
+#: nova's quota driver that counts usage in the cells (its default).
+DB_QUOTA_DRIVER = 'nova.quota.DbQuotaDriver'
+
+
+def quota_note(conf_obj: Any) -> str | None:
+    """Why a boot's quota count waits for a cell that does not answer.
+
+    nova's ``DbQuotaDriver`` with ``[quota] count_usage_from_placement =
+    False`` counts a project's instances, cores and ram in the cell
+    databases at every boot (nova-api, and the conductor's recheck), with
+    nova's 60 s ``CELL_TIMEOUT`` per cell; a cell that does not answer is
+    then left out of the count. Placement counting reads the API database
+    and placement only; unified limits always do.
+
+    :returns: the note ``check`` prints, or None when no cell is asked.
+    """
+    quota = conf_obj.quota
+    if quota.driver != DB_QUOTA_DRIVER or quota.count_usage_from_placement:
+        return None
+    return ('[quota] count_usage_from_placement is False: each boot counts '
+            "the project's instances, cores and ram in the cell databases "
+            "and waits up to nova's 60 s for a cell that does not answer "
+            '(whose servers are then not counted); True counts them from '
+            'placement and the API database and asks no cell (run '
+            'nova-manage db online_data_migrations first)')
 
 
 #: Seconds ``check`` gives a cell database to answer ``SELECT 1``.

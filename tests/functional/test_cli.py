@@ -223,6 +223,31 @@ class CheckExplainCliTest(CliTestCase):
                                     for r in records})
         self.assertEqual({False}, {r['Disabled in nova'] for r in records})
 
+    def test_check_notes_a_quota_count_that_asks_the_cells(self):
+        """nova's default counting asks every cell at each boot: a note
+        says so and what to set; nothing when no cell is asked. A note
+        is advice, not a problem: the exit code stays 0.
+        """
+        counted = {
+            'default': '',
+            'placement': '[quota]\ncount_usage_from_placement = True\n',
+            'unified': '[quota]\ndriver = nova.quota.UnifiedLimitsDriver\n',
+        }
+        confs = [write_conf(self.tmp, '%s.conf' % name, self.world.api_url,
+                            self.world.url_of('cell0'),
+                            cells_default='cell1', extra=extra)
+                 for name, extra in counted.items()]
+        runs = self.cli_many([['--config-file', c, 'check'] for c in confs])
+        for run in runs:
+            self.assertExit(0, run)
+        notes = [[line for line in run.err.splitlines()
+                  if 'count_usage_from_placement' in line] for run in runs]
+        self.assertEqual(1, len(notes[0]), runs[0])
+        self.assertTrue(notes[0][0].startswith(
+            'note: [quota] count_usage_from_placement is False: '), notes)
+        self.assertIn("nova's 60 s", notes[0][0])
+        self.assertEqual([[], []], notes[1:])
+
     def test_check_and_explain_show_cells_in_natural_order(self):
         """cell2 before cell10, as an operator counts; names sort last."""
         for name in ('cell10', 'cell-a'):
