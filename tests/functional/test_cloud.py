@@ -198,10 +198,17 @@ class TestCloud(testtools.TestCase):
         self.dir = tempfile.mkdtemp(prefix='cellsched-cloud-')
         self.lines = []
         # The aggregate sync every 10 s: a compute added below joins its
-        # cell's aggregate within the test.
+        # cell's aggregate within the test. A boot's reads of every cell
+        # bounded at 5 s (nova-api's minimum version, nova-scheduler's
+        # compute nodes) and quota usage counted from placement, as the
+        # faults page says to set them where boots must carry on while a
+        # cell database is frozen.
         self.cloud = cloud_mod.Cloud(
             self.dir, cells=3, computes=3, scheduling='prefilter',
-            sync_interval=10, say=self.lines.append)
+            sync_interval=10, say=self.lines.append,
+            quota_from_placement=True,
+            api_cellsched={'list_cell_timeout': '5'},
+            scheduler_cellsched={'scheduler_cell_timeout': '5'})
         self.addCleanup(self._down_if_up)
         self.addCleanup(lambda: self.addDetail('up', content.text_content(
             '\n'.join(self.lines))))
@@ -263,6 +270,26 @@ class TestCloud(testtools.TestCase):
                   admin.compute.servers(details=True, all_projects=True)}
         self.assertEqual({name: ('ACTIVE', project)
                           for project, name in wanted}, listed)
+
+        # cell1's database frozen: boots into the healthy cells carry on
+        # and become ACTIVE before it thaws (a boot that waited for cell1
+        # would still be building when boot() gives up, 180 s on). The
+        # unmapped project's default cells are cell1 and cell2: its server
+        # lands in cell2; the dedicated project's in cell3. Both are
+        # listed during the freeze.
+        frozen = [(UNMAPPED, 'frozen-unmapped'),
+                  (cloud_mod.DEDICATED, 'frozen-dedicated')]
+        with self.cloud.frozen_cell('cell1'):
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                during = list(pool.map(lambda pair: self.boot(*pair),
+                                       frozen))
+            landed = {s.name: cells[admin.compute.get_server(s.id)
+                                    .compute_host] for s in during}
+            listed = {s.name: s.status for s in admin.compute.servers(
+                details=True, all_projects=True)}
+        self.assertEqual({'frozen-unmapped': 'cell2',
+                          'frozen-dedicated': 'cell3'}, landed)
+        self.assertEqual({'ACTIVE'}, {listed[name] for _p, name in frozen})
 
         # A nova-compute added to cell3 joins cell3's aggregate through
         # nova-scheduler's periodic sync and, with cell3's first compute
