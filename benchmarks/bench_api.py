@@ -47,7 +47,7 @@ collections a request's own allocations cause are still in it. Bodies
 of the two listers are compared (equal or abort).
 MariaDB connections of this process (one API worker) are counted after
 nova's lister alone ran and after ours ran too. ``--frozen`` runs a
-private mariadbd (``tests/functional/mariadb_server.py``) holding one
+private mariadbd (``tests/fixtures/mariadb_server.py``) holding one
 cell and freezes it (SIGSTOP): ours answers within ``[cellsched]
 list_cell_timeout``; nova's lister runs in a thread and is given
 ``--frozen-wait`` seconds.
@@ -106,7 +106,7 @@ from nova_cellsched.api.view import lookups as api_view  # noqa: E402
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 import seed_fast  # noqa: E402
-from tests import request_specs  # noqa: E402
+from tests.fixtures import request_specs  # noqa: E402
 
 CONF = nova.conf.CONF
 MAX_VERSION = api_version_request._MAX_API_VERSION
@@ -383,7 +383,7 @@ def profile_ours(limit: int, path: str) -> str:
 def frozen_run(args: argparse.Namespace, log: Any) -> dict[str, Any]:
     """Freeze one cell's private mariadbd; time both listers."""
     from nova_cellsched.demo import seed
-    from tests.functional import mariadb_server as mdb
+    from tests.fixtures import mariadb_server as mdb
 
     api = mdb.MariaDBServer('bench-api')
     victim = mdb.MariaDBServer('bench-victim')

@@ -13,7 +13,7 @@
 """GET /servers/detail as users pay for it: stock nova-api vs the filter.
 
 Two nova-api processes, each served by uwsgi as devstack serves it
-(``tests/functional/uwsgi_api.py``: one worker process, one thread,
+(``tests/fixtures/uwsgi_api.py``: one worker process, one thread,
 ``debug = false``): **stock** (nova's api-paste.ini, no nova-cellsched
 at all) and **ours** (the same with the ``cellsched`` filter and every
 ``[cellsched]`` option at its default). A client sends
@@ -107,8 +107,8 @@ import bench_listing  # noqa: E402
 import floor as floor_mod  # noqa: E402
 import reporting  # noqa: E402
 import seed_fast  # noqa: E402
-from tests.functional import uwsgi_api  # noqa: E402
-from tests import server_timing_grammar  # noqa: E402
+from tests.fixtures import server_timing_grammar  # noqa: E402
+from tests.fixtures import uwsgi_api  # noqa: E402
 
 PATH = '/v2.1/servers/detail?all_tenants=1&limit=%d'
 LAYOUTS = ('even', 'onecell')

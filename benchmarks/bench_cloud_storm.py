@@ -264,7 +264,8 @@ def list_once(cloud: cloud_mod.Cloud) -> dict[str, Any]:
 def server_timing(header: str) -> dict[str, float]:
     """``name -> dur`` (ms) of a ``Server-Timing`` header's metrics.
 
-    Parsed by the tests' grammar (``tests/server_timing_grammar.py``),
+    Parsed by the tests' grammar
+    (``tests/fixtures/server_timing_grammar.py``),
     loaded from its file: importing the ``tests`` package would choose
     nova's concurrency mode in this client. A metric without ``dur``
     counts 0.
@@ -277,12 +278,13 @@ def server_timing(header: str) -> dict[str, float]:
 
 @functools.cache
 def _grammar() -> Any:
-    """``tests/server_timing_grammar.py``, loaded once from its file."""
+    """The tests' Server-Timing grammar, loaded once from its file."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        'server_timing_grammar', os.path.join(runinfo.TOP, 'tests',
-                                              'server_timing_grammar.py'))
+        'server_timing_grammar',
+        os.path.join(runinfo.TOP, 'tests', 'fixtures',
+                     'server_timing_grammar.py'))
     assert spec is not None and spec.loader is not None
     grammar = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(grammar)

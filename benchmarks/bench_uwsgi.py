@@ -13,7 +13,7 @@
 """nova-api under uwsgi with concurrent clients and a failing cell.
 
 Stock nova-api and nova-api with the ``cellsched`` filter, each served by
-uwsgi as devstack serves it (``tests/functional/uwsgi_api.py``: same
+uwsgi as devstack serves it (``tests/fixtures/uwsgi_api.py``: same
 processes and threads for both), on the same MariaDB world: an API
 database and cells on one private mariadbd, the last cell on a second
 one that is frozen (SIGSTOP), thawed, killed and restarted::
@@ -65,8 +65,8 @@ from typing import Any  # noqa: E402
 from nova_cellsched.demo import seed  # noqa: E402
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
-from tests.functional import mariadb_server as mdb  # noqa: E402
-from tests.functional import uwsgi_api  # noqa: E402
+from tests.fixtures import mariadb_server as mdb  # noqa: E402
+from tests.fixtures import uwsgi_api  # noqa: E402
 
 DETAIL = '/servers/detail?all_tenants=1&limit=1000'
 PHASES = ('healthy', 'frozen', 'thawed', 'killed', 'restarted')

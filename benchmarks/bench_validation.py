@@ -56,7 +56,7 @@ from oslo_serialization import jsonutils
 from nova_cellsched.api.validation import schema_compiler
 from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
-from tests import schema_bodies
+from tests.fixtures import schema_bodies
 
 sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))
 import reporting  # noqa: E402

@@ -36,7 +36,7 @@ import logging
 import os
 import sys
 
-from tests import releases
+from tests.fixtures import releases
 
 # A benchmark script run on its own (benchmarks/bench_listing.py) chooses
 # nova's mode before it imports a module of this package: that choice

@@ -56,8 +56,8 @@ from nova_cellsched.api.startup import selftest
 from nova_cellsched.api.view import render
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
-from tests.functional import db as db_fixtures
+from tests.fixtures import db as db_fixtures
+from tests.fixtures import worlds
 
 #: expected_attrs as nova-api's GET /servers/detail asks for them, at
 #: 2.1, 2.16 (services), 2.26 (tags) and 2.73+ (system metadata).
@@ -144,8 +144,8 @@ class SeededWorld(fixtures.Fixture):
     def _setUp(self) -> None:
         conf_mod.register_opts(db_fixtures.CONF)
         self.world = self.useFixture(
-            db_fixtures.CellWorld(self.server_url, [
-                ('cell1', seed.Population(instances=40, deleted=6,
+            worlds.CellWorld(self.server_url, [
+                ('cell1', worlds.Population(instances=40, deleted=6,
                                           hosts=4)),
             ]))
         self.url = self.world.url_of('cell1')

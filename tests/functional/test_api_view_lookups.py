@@ -36,9 +36,9 @@ from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from nova_cellsched.api.view import lookups as view
-from nova_cellsched.demo import seed
-from tests.functional import db as db_fixtures
-from tests.request_specs import stored_request_spec as _spec
+from tests.fixtures import db as db_fixtures
+from tests.fixtures.request_specs import stored_request_spec as _spec
+from tests.fixtures import worlds
 
 
 def _volumes(bdms: dict[str, Any]) -> dict[str, list[tuple[Any, Any]]]:
@@ -55,9 +55,9 @@ class ViewLookupsTestMixin:
     def setUp(self) -> None:
         super().setUp()  # type: ignore[misc]
         self.world = self.useFixture(  # type: ignore[attr-defined]
-            db_fixtures.CellWorld(self.SERVER_URL, [
-                ('cell1', seed.Population(instances=12, deleted=2)),
-                ('cell2', seed.Population(instances=12, deleted=2)),
+            worlds.CellWorld(self.SERVER_URL, [
+                ('cell1', worlds.Population(instances=12, deleted=2)),
+                ('cell2', worlds.Population(instances=12, deleted=2)),
             ]))
         self.ctx = nova_context.get_admin_context()
         self.cells = {name: objects.CellMapping.get_by_uuid(

@@ -25,13 +25,13 @@ import fixtures
 from nova import context as nova_context
 import sqlalchemy as sa
 
-from nova_cellsched.demo import seed
 from nova_cellsched.listing import order
 from nova_cellsched.listing import sorting
 from nova_cellsched import records
 from nova_cellsched.records import codec
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 CELLS = ('cell1', 'cell2', 'cell3')
 PER_CELL = 400
@@ -44,8 +44,8 @@ class BatchingTest(db.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.world = self.useFixture(db.CellWorld('sqlite:///x', [
-            (name, seed.Population(instances=PER_CELL)) for name in CELLS]))
+        self.world = self.useFixture(worlds.CellWorld('sqlite:///x', [
+            (name, worlds.Population(instances=PER_CELL)) for name in CELLS]))
         self.ctx = nova_context.get_admin_context()
 
     def expected_default_order(self):

@@ -32,7 +32,8 @@ import subprocess
 import sys
 
 import fixtures
-from oslotest import base
+
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -50,7 +51,7 @@ STAGES = {
     'placement.claim', 'compute.build'}
 
 
-class QuickBootStormTest(base.BaseTestCase):
+class QuickBootStormTest(base.TestCase):
 
     @classmethod
     def setUpClass(cls):

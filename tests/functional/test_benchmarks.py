@@ -12,7 +12,7 @@
 
 """The benchmarks leave a database server as they found it.
 
-On a private MariaDB server (``tests.functional.mariadb_server``), never
+On a private MariaDB server (``tests.fixtures.mariadb_server``), never
 the shared one: a missing requirement stops a benchmark before it
 touches the server; a world whose build fails is dropped; the databases
 a run created are dropped by the cleanup; ``--tune-server`` sets the
@@ -31,9 +31,10 @@ import sys
 import types
 
 import fixtures
-from oslotest import base
 
-from tests.functional import mariadb_server as mdb
+from tests import base
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import worlds
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -162,7 +163,7 @@ class BenchmarkDatabasesTest(mdb.ServersTestCase):
         self.assertIn('left as it is', '\n'.join(lines))
 
 
-class FilterBenchmarkTest(base.BaseTestCase):
+class FilterBenchmarkTest(base.TestCase):
     """bench_filter.py compares the two filters on equal decisions."""
 
     def test_both_filters_pass_the_same_hosts(self):
@@ -186,7 +187,7 @@ class FilterBenchmarkTest(base.BaseTestCase):
         self.assertTrue(os.path.exists(os.path.join(out, 'filter.md')))
 
 
-class PlacementBenchmarkTest(base.BaseTestCase):
+class PlacementBenchmarkTest(base.TestCase):
     """bench_placement.py --quick keeps its own invariants."""
 
     def test_quick_run_places_nothing_outside_the_allowed_cells(self):
@@ -338,7 +339,7 @@ class SyncBenchmarkTest(mdb.ServersTestCase):
         self.assertNothingLeft(work_dir, output)
 
 
-class StartupBenchmarkTest(base.BaseTestCase):
+class StartupBenchmarkTest(base.TestCase):
     """bench_startup.py reports its targets; it does not gate on them."""
 
     def test_a_median_over_target_is_reported_with_exit_0(self):
@@ -407,12 +408,11 @@ class FloorTest(mdb.ServersTestCase):
     def set_up_servers(cls):
         import floor
 
-        from nova_cellsched.demo import seed
 
         cls.server = cls.start_server('floor')
-        cls.world = mdb.build_world(cls.server, [
-            ('cell1', cls.server, seed.Population(instances=4)),
-            ('cell2', cls.server, seed.Population(instances=3))])
+        cls.world = worlds.build_world(cls.server, [
+            ('cell1', cls.server, worlds.Population(instances=4)),
+            ('cell2', cls.server, worlds.Population(instances=3))])
         cls.floor = floor.Floor(types.SimpleNamespace(
             api_url=cls.world.api_url, cells=cls.world.cells))
 

@@ -40,11 +40,11 @@ import sqlalchemy as sa
 
 from nova_cellsched.cmd import cellsched
 from nova_cellsched.cmd import list_cmd
-from nova_cellsched.demo import seed
 from nova_cellsched.listing import timing
 from nova_cellsched import records as cli_lister
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 ENTRY_POINT = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
 COMMAND = ([ENTRY_POINT] if os.path.exists(ENTRY_POINT) else
@@ -115,7 +115,7 @@ class CliTestCase(db.FunctionalTestCase):
         if problem is not None:
             raise AssertionError('MariaDB at %s is needed: %s'
                                  % (db.MYSQL_URL, problem))
-        world = db.CellWorld(cls.WORLD_URL, cls.CELLS)
+        world = worlds.CellWorld(cls.WORLD_URL, cls.CELLS)
         world.setUp()
         cls.addClassCleanup(world.cleanUp)
         cls.world = world
@@ -177,10 +177,10 @@ class CheckExplainCliTest(CliTestCase):
 
     WORLD_URL = 'sqlite:///replaced-by-the-fixture'
     CELLS = [
-        ('cell0', seed.Population(instances=4, error_only=True)),
-        ('cell1', seed.Population(instances=15)),
-        ('cell2', seed.Population(instances=15)),
-        ('cell3', seed.Population(instances=10)),
+        ('cell0', worlds.Population(instances=4, error_only=True)),
+        ('cell1', worlds.Population(instances=15)),
+        ('cell2', worlds.Population(instances=15)),
+        ('cell3', worlds.Population(instances=10)),
     ]
 
     def setUp(self):
@@ -572,11 +572,11 @@ class ListCliTest(CliTestCase):
     """``list`` on MariaDB cells."""
 
     CELLS = [
-        ('cell0', seed.Population(instances=6, deleted_per_instance=1,
+        ('cell0', worlds.Population(instances=6, deleted_per_instance=1,
                                   error_only=True)),
-        ('cell1', seed.Population(instances=30, deleted_per_instance=1,
+        ('cell1', worlds.Population(instances=30, deleted_per_instance=1,
                                   hosts=4)),
-        ('cell2', seed.Population(instances=30, deleted_per_instance=1,
+        ('cell2', worlds.Population(instances=30, deleted_per_instance=1,
                                   hosts=4)),
     ]
 
@@ -700,7 +700,7 @@ class ListCliTest(CliTestCase):
         runs = self.cli_many([
             ['list', '--sort', 'display_name:asc', '-f', 'json',
              '-c', 'uuid', '-c', 'display_name'],
-            ['list', '--cell', 'cell1', '--cell', seed.CELL0_UUID,
+            ['list', '--cell', 'cell1', '--cell', worlds.CELL0_UUID,
              '-f', 'json', '-c', 'uuid', '-c', 'cell_name'],
             ['list', '--filter', 'host=%s' % host, '--filter',
              'vm_state=active,stopped,paused,error,shelved_offloaded',
@@ -950,12 +950,12 @@ class DemoCliTest(CliTestCase):
                                  % (db.MYSQL_URL, problem))
         prefix = 'cs_demo_%s' % uuid_lib.uuid4().hex[:8]
         server = db.MYSQL_URL.rsplit('/', 1)[0] + '/'
-        bystander = seed.create_database(server, prefix + '_keepme')
-        self.addCleanup(seed.drop_database, bystander)
+        bystander = worlds.create_database(server, prefix + '_keepme')
+        self.addCleanup(worlds.drop_database, bystander)
         ours = ['%s_%s' % (prefix, part)
                 for part in ('api', 'cell0', 'cell1')]
         for name in ours:
-            self.addCleanup(seed.drop_database, server + name)
+            self.addCleanup(worlds.drop_database, server + name)
         directory = os.path.join(self.tmp, 'demo')
         built = self.cli('demo', '--cells', '1', '--instances', '20',
                          '--dir', directory, '--connection', server,

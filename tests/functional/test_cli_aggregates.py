@@ -30,9 +30,9 @@ import requests
 import sqlalchemy as sa
 
 from cellsched_tools import cloud
-from nova_cellsched.demo import seed
-from tests.functional import db
-from tests.functional import placement_server
+from tests.fixtures import db
+from tests.fixtures import placement_server
+from tests.fixtures import worlds
 from tests.functional import test_cli
 
 FOREIGN = 'f0f0f0f0-0000-4000-8000-000000000002'
@@ -42,9 +42,9 @@ class PlacementCliTestCase(test_cli.CliTestCase):
     """A placement server, providers for the cells' compute nodes."""
 
     CELLS = [
-        ('cell0', seed.Population(instances=2, error_only=True)),
-        ('cell1', seed.Population(instances=3)),
-        ('cell2', seed.Population(instances=3)),
+        ('cell0', worlds.Population(instances=2, error_only=True)),
+        ('cell1', worlds.Population(instances=3)),
+        ('cell2', worlds.Population(instances=3)),
     ]
 
     def setUp(self):

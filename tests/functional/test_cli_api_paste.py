@@ -26,22 +26,22 @@ import subprocess
 import fixtures
 import nova.conf
 from oslo_config import fixture as config_fixture
-from oslotest import base
 
 from nova_cellsched.api.startup import install as patch
 from nova_cellsched.cmd import cellsched
 from nova_cellsched.compat import core as compat_core
-from tests.functional import nova_api
+from tests import base
+from tests.fixtures import nova_api
+from tests.fixtures import releases
 from tests.functional.test_cli import COMMAND
 from tests.functional.test_cli import Run
-from tests import releases
 
 V21 = 'composite:openstack_compute_api_v21'
 LEGACY = 'composite:openstack_compute_api_v21_legacy_v2_compatible'
 SECRET = 'Sup3rS3cret'
 
 
-class CheckApiPasteTestCase(base.BaseTestCase):
+class CheckApiPasteTestCase(base.TestCase):
     """The filter in every server-list pipeline, and a nova it fits."""
 
     def setUp(self):

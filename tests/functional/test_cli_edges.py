@@ -26,9 +26,9 @@ import sys
 import tempfile
 
 import fixtures
-import testtools
 
 from nova_cellsched.demo import api as demo_api
+from tests import base
 from tests.functional.test_cli import COMMAND
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -48,7 +48,7 @@ def run(*args, cwd=None, timeout=180):
     return (proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
 
-class CliEdgesTest(testtools.TestCase):
+class CliEdgesTest(base.TestCase):
 
     @classmethod
     def setUpClass(cls):

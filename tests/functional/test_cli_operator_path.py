@@ -34,10 +34,10 @@ import sys
 import tempfile
 import time
 
-import testtools
 
 from nova_cellsched.demo import api as demo_api
-from tests.functional import db
+from tests import base
+from tests.fixtures import db
 from tests.functional.test_cli import COMMAND
 from tests.functional import test_demo_api
 
@@ -106,7 +106,7 @@ def silent_port(test, accept_queue_full):
     return port
 
 
-class OperatorPathTest(testtools.TestCase):
+class OperatorPathTest(base.TestCase):
 
     @classmethod
     def setUpClass(cls):
@@ -327,7 +327,7 @@ class OperatorPathTest(testtools.TestCase):
             self.assertTrue(os.path.isfile(path), path)
 
 
-class DemoApiPortTest(testtools.TestCase):
+class DemoApiPortTest(base.TestCase):
     """``demo --api`` names its port, and the ``--port`` that keeps it."""
 
     def setUp(self):

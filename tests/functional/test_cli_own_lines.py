@@ -30,8 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-import testtools
-
+from tests import base
 from tests.functional.test_cli import COMMAND
 
 #: ``nova-cellsched`` (argv[1:]), as its console script runs it.
@@ -77,7 +76,7 @@ def run(command, *args, env=None, cwd=None):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-class OwnLinesTest(testtools.TestCase):
+class OwnLinesTest(base.TestCase):
 
     @classmethod
     def setUpClass(cls):

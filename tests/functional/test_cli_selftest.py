@@ -21,14 +21,14 @@ import os
 import subprocess
 
 import fixtures
-from oslotest import base
 
+from tests import base
 from tests.functional.test_cli import COMMAND
 from tests.functional.test_cli import Run
 from tests.functional.test_cli import write_conf
 
 
-class CheckSelftestTestCase(base.BaseTestCase):
+class CheckSelftestTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()

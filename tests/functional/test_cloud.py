@@ -49,7 +49,8 @@ from testtools import content
 
 from cellsched_tools import cloud as cloud_mod
 from nova_cellsched.demo import api as demo_api
-from nova_cellsched.demo import seed
+from tests import base
+from tests.fixtures import worlds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -81,7 +82,7 @@ def unavailable() -> str | None:
     return None
 
 
-class FrozenCellTest(testtools.TestCase):
+class FrozenCellTest(base.TestCase):
     """``Cloud.frozen_cell``: one cell's database waits, the others answer.
 
     MariaDB only, no services: two uniquely named databases stand for
@@ -97,9 +98,9 @@ class FrozenCellTest(testtools.TestCase):
         self.cloud = cloud_mod.Cloud(directory, cells=2)
         self.cloud.state['prefix'] = 'ncs_frozen_%s' % uuid.uuid4().hex[:8]
         for cell in self.cloud.cell_names():
-            url = seed.create_database(cloud_mod.MYSQL, '%s_%s' % (
+            url = worlds.create_database(cloud_mod.MYSQL, '%s_%s' % (
                 self.cloud.prefix, cell))
-            self.addCleanup(seed.drop_database, url)
+            self.addCleanup(worlds.drop_database, url)
             engine = sa.create_engine(url, poolclass=sa_pool.NullPool)
             self.addCleanup(engine.dispose)
             with engine.begin() as conn:
@@ -139,7 +140,7 @@ class FrozenCellTest(testtools.TestCase):
         self.assertEqual(1, self._count('cell2'))
 
 
-class QuotaCountingTest(testtools.TestCase):
+class QuotaCountingTest(base.TestCase):
     """``--quota-from-placement``: every nova service reads it; kept.
 
     No services: the configuration files the harness writes for them,
@@ -183,7 +184,7 @@ class QuotaCountingTest(testtools.TestCase):
         self.assertTrue(again.quota_from_placement)
 
 
-class TestCloud(testtools.TestCase):
+class TestCloud(base.TestCase):
     """up, boots through openstacksdk, list, status, down: nothing left."""
 
     def setUp(self):

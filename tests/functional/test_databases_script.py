@@ -23,9 +23,9 @@ import os
 import subprocess
 
 import fixtures
-from oslotest import base
 
-from tests.functional import db
+from tests import base
+from tests.fixtures import db
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -33,7 +33,7 @@ SCRIPT = os.path.join(TOP, 'tools', 'databases')
 MANAGING = ('apt-get', 'start-stop-daemon', 'pg_ctlcluster')
 
 
-class DatabasesScriptTest(base.BaseTestCase):
+class DatabasesScriptTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -41,6 +41,7 @@ import testtools
 import testtools.content
 
 from nova_cellsched.demo import api as demo_api
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -146,7 +147,7 @@ def session_processes(sid: int) -> list[str]:
     return out.stdout.splitlines()
 
 
-class DemoApiTest(testtools.TestCase):
+class DemoApiTest(base.TestCase):
     """The demo's nova-api answers the printed commands, and stops."""
 
     def setUp(self):
@@ -321,7 +322,7 @@ def identity_app_factory(global_conf, **local_conf):
     return app
 
 
-class NoauthOnlyInTheDemoTest(testtools.TestCase):
+class NoauthOnlyInTheDemoTest(base.TestCase):
     """The demo's admin-for-anyone filter refuses a pipeline not the demo's.
 
     A paste file naming ``nova_cellsched.demo.api:noauth_filter_factory``

@@ -27,7 +27,8 @@ import re
 import subprocess
 
 import fixtures
-import testtools
+
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -47,7 +48,7 @@ def docs_sphinx_build():
     return None
 
 
-class BuiltDocsTest(testtools.TestCase):
+class BuiltDocsTest(base.TestCase):
 
     def test_cli_reference_keeps_double_hyphens(self):
         sphinx_build = docs_sphinx_build()

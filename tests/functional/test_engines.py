@@ -16,7 +16,7 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
+from tests.fixtures import db
 
 #: DATETIME and TIMESTAMP values as MariaDB sends them, edge cases
 #: included: fractions of every length, NULL, the zero date (which

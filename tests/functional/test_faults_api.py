@@ -33,12 +33,12 @@ from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import state
-from tests.functional import mariadb_server as mdb
-from tests import request_specs
-from tests import scheduler_state
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import request_specs
+from tests.fixtures import scheduler_state
+from tests.fixtures import worlds
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -61,9 +61,9 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
     @classmethod
     def set_up_servers(cls):
         cls.server = cls.start_server('apidown', 'nova', PASSWORD)
-        small = seed.Population(instances=3)
-        cls.world = mdb.build_world(cls.server, [
-            ('cell0', cls.server, seed.Population(instances=1,
+        small = worlds.Population(instances=3)
+        cls.world = worlds.build_world(cls.server, [
+            ('cell0', cls.server, worlds.Population(instances=1,
                                                   error_only=True)),
             ('cell1', cls.server, small), ('cell2', cls.server, small),
             ('cell3', cls.server, small)],
@@ -159,7 +159,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
     def test_filter_keeps_last_good_cells_when_api_database_dies(self):
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
-        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(worlds.UseWorld(self.world))
         logs = self.useFixture(fixtures.FakeLogger(
             name='nova_cellsched', level=logging.INFO))
         self.cfg.config(cells_default=['cell1'],
@@ -207,7 +207,7 @@ class ApiDatabaseDownTest(mdb.ServersTestCase):
 
         # Back: a cell created meanwhile is found on the next reload.
         self.server.start()
-        seed.register_cell(self.world.api_url, 'cell4',
+        worlds.register_cell(self.world.api_url, 'cell4',
                            self.world.cells['cell1'].url,
                            cell_uuid=uuids.new_cell)
         self.addCleanup(self.server.query,

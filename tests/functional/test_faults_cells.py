@@ -12,7 +12,7 @@
 
 """Real cell faults: a cell database server killed, frozen, restarted.
 
-Two private MariaDB servers (see :mod:`tests.functional.mariadb_server`)::
+Two private MariaDB servers (see :mod:`tests.fixtures.mariadb_server`)::
 
     api     the nova API database, cell0, cell1   (never harmed)
     victim  cell2 and cell3                       (killed, frozen, ...)
@@ -35,12 +35,12 @@ from oslo_config import fixture as config_fixture
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched import records
 from nova_cellsched.records import query as instance_query
-from tests.functional import mariadb_server as mdb
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import worlds
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -55,7 +55,7 @@ PLAIN_FIELDS = ('uuid', 'display_name', 'project_id', 'host', 'cell_name',
 
 
 def population(instances=LIVE):
-    return seed.Population(instances=instances, deleted_per_instance=1,
+    return worlds.Population(instances=instances, deleted_per_instance=1,
                            hosts=4, metadata_keys=1)
 
 
@@ -66,8 +66,8 @@ class CellServerFaultsTest(mdb.ServersTestCase):
     def set_up_servers(cls):
         cls.api = cls.start_server('api')
         cls.victim = cls.start_server('victim')
-        cls.world = mdb.build_world(cls.api, [
-            ('cell0', cls.api, seed.Population(instances=10,
+        cls.world = worlds.build_world(cls.api, [
+            ('cell0', cls.api, worlds.Population(instances=10,
                                                error_only=True)),
             ('cell1', cls.api, population()),
             ('cell2', cls.victim, population()),
@@ -80,7 +80,7 @@ class CellServerFaultsTest(mdb.ServersTestCase):
         self.addCleanup(self._heal)
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
-        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(worlds.UseWorld(self.world))
         self.ctx = nova_context.get_admin_context()
         self.engines = self.engines_with(io_timeout=2)
 

@@ -27,13 +27,13 @@ from nova import context as nova_context
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import uuidutils
-from oslotest import base
 import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched import compat
 from nova_cellsched import guard
-from tests.functional import slow_proxy
+from tests import base
+from tests.fixtures import slow_proxy
 
 
 class _SilentServer:
@@ -73,7 +73,7 @@ def run_bounded(function):
 SAFETY = 20.0
 
 
-class TestIoTimeout(base.BaseTestCase):
+class TestIoTimeout(base.TestCase):
     """PyMySQL I/O inside io_timeout ends on its own; elsewhere unchanged.
     """
 
@@ -143,7 +143,7 @@ class TestIoTimeout(base.BaseTestCase):
         return dialect.connect(*cargs, **cparams)
 
 
-class TestMadeBeforeInstall(base.BaseTestCase):
+class TestMadeBeforeInstall(base.TestCase):
     """A cell connection pooled before install never serves a bounded
     thread.
 
@@ -199,7 +199,7 @@ class TestMadeBeforeInstall(base.BaseTestCase):
 
 
 
-class TestFirstContact(base.BaseTestCase):
+class TestFirstContact(base.TestCase):
     """A thread's first contact with a dead or silent cell: one attempt.
 
     nova makes a cell's engine on first use with oslo.db's service

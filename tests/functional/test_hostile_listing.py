@@ -40,13 +40,13 @@ import testtools.content_type
 
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched.listing import sorting
 from nova_cellsched import records
 from nova_cellsched.records import fields as record_fields
 from nova_cellsched.records import query as instance_query
-from tests.functional import mariadb_server as mdb
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import worlds
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -138,10 +138,10 @@ class HostileListingTest(mdb.ServersTestCase):
     @classmethod
     def set_up_servers(cls):
         cls.server = cls.start_server('hostile')
-        population = seed.Population(instances=60,
+        population = worlds.Population(instances=60,
                                      deleted_per_instance=1, hosts=3)
-        cls.world = mdb.build_world(cls.server, [
-            ('cell0', cls.server, seed.Population(instances=5,
+        cls.world = worlds.build_world(cls.server, [
+            ('cell0', cls.server, worlds.Population(instances=5,
                                                   error_only=True)),
             ('cell1', cls.server, population),
             ('cell2', cls.server, population)], seed_value=11)
@@ -153,7 +153,7 @@ class HostileListingTest(mdb.ServersTestCase):
         _counts_detail(self)
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
-        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(worlds.UseWorld(self.world))
         self.engines = instance_query.EngineCache(io_timeout=30)
         self.addCleanup(self.engines.dispose)
         self.ctx = nova_context.get_admin_context()
@@ -442,11 +442,11 @@ class HostileCommandLineTest(mdb.ServersTestCase):
     @classmethod
     def set_up_servers(cls):
         cls.server = cls.start_server('hostile-cli')
-        cls.world = mdb.build_world(cls.server, [
-            ('cell0', cls.server, seed.Population(instances=2,
+        cls.world = worlds.build_world(cls.server, [
+            ('cell0', cls.server, worlds.Population(instances=2,
                                                   error_only=True)),
-            ('cell1', cls.server, seed.Population(instances=20)),
-            ('cell2', cls.server, seed.Population(instances=20))])
+            ('cell1', cls.server, worlds.Population(instances=20)),
+            ('cell2', cls.server, worlds.Population(instances=20))])
 
     def setUp(self):
         super().setUp()

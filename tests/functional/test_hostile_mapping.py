@@ -39,7 +39,6 @@ import nova.conf
 from nova import objects
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-from oslotest import base
 import testtools
 import testtools.content
 import testtools.content_type
@@ -49,8 +48,9 @@ from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping
-from tests import request_specs
-from tests import scheduler_state
+from tests import base
+from tests.fixtures import request_specs
+from tests.fixtures import scheduler_state
 
 CONF = nova.conf.CONF
 COUNTS = {}
@@ -206,7 +206,7 @@ def _counts_detail(test):
             '%s %d' % kv for kv in sorted(COUNTS.items()))).encode()]))
 
 
-class ParserFuzzTest(testtools.TestCase):
+class ParserFuzzTest(base.TestCase):
     """mapping.parse against the reference, on hostile text."""
 
     def setUp(self):
@@ -368,7 +368,7 @@ def oracle_project(project):
     return as_uuid.hex if as_uuid else project
 
 
-class IsolationPropertyTest(base.BaseTestCase):
+class IsolationPropertyTest(base.TestCase):
     """Random mappings, cells and requests through ProjectCellFilter."""
 
     def setUp(self):
@@ -437,7 +437,7 @@ class IsolationPropertyTest(base.BaseTestCase):
 
 # Values that oslo.config cannot read.
 
-class UnreadableOptionTest(base.BaseTestCase):
+class UnreadableOptionTest(base.TestCase):
     """A value with ``$`` is an interpolation for oslo.config."""
 
     def setUp(self):

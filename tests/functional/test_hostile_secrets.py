@@ -35,13 +35,13 @@ from oslo_config import fixture as config_fixture
 
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched.listing import timing
 from nova_cellsched import records
 from nova_cellsched.records import query as instance_query
-from tests.functional import mariadb_server as mdb
-from tests.functional import placement_server
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import placement_server
+from tests.fixtures import worlds
 
 CONF = nova.conf.CONF
 CLI = os.path.join(os.path.dirname(sys.executable), 'nova-cellsched')
@@ -57,9 +57,9 @@ class SecretsTest(mdb.ServersTestCase):
     def set_up_servers(cls):
         cls.api = cls.start_server('secrets-api', 'nova', PASSWORD)
         cls.victim = cls.start_server('secrets-victim', 'nova', PASSWORD)
-        population = seed.Population(instances=15)
-        cls.world = mdb.build_world(cls.api, [
-            ('cell0', cls.api, seed.Population(instances=2,
+        population = worlds.Population(instances=15)
+        cls.world = worlds.build_world(cls.api, [
+            ('cell0', cls.api, worlds.Population(instances=2,
                                                error_only=True)),
             ('cell1', cls.api, population),
             ('cell2', cls.victim, population)],
@@ -80,7 +80,7 @@ class SecretsTest(mdb.ServersTestCase):
         for form in SECRET_FORMS:
             self.assertNotIn(form, text, '%s shows the password' % where)
         # Nor a cell's URL, nor user:password@ in any URL.
-        self.assertEqual([], mdb.leaked_secrets(text, self.world, PASSWORD),
+        self.assertEqual([], worlds.leaked_secrets(text, self.world, PASSWORD),
                          where)
 
     # The command line
@@ -207,7 +207,7 @@ class SecretsTest(mdb.ServersTestCase):
     def test_library_never_shows_the_password(self):
         self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
-        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(worlds.UseWorld(self.world))
         logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
         engines = instance_query.EngineCache(io_timeout=5)
         self.addCleanup(engines.dispose)
@@ -266,7 +266,7 @@ class SecretsTest(mdb.ServersTestCase):
             self.assertGreater(conn.exec_driver_sql(
                 'SELECT COUNT(*) FROM instances').scalar_one(), 0)
         engine.dispose()
-        cell_id, cell_uuid = seed.register_cell(self.world.api_url, 'cellq',
+        cell_id, cell_uuid = worlds.register_cell(self.world.api_url, 'cellq',
                                                 url)
         self.addCleanup(self.api.query,
                         'DELETE FROM %s.cell_mappings WHERE id = %%s'

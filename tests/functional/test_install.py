@@ -46,10 +46,10 @@ import subprocess
 import sys
 
 import fixtures
-from oslotest import base
 from packaging import utils
 
-from tests.releases import pins_of
+from tests import base
+from tests.fixtures.releases import pins_of
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -74,7 +74,7 @@ def building_the_checkout():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-class InstallChangesNothingTest(base.BaseTestCase):
+class InstallChangesNothingTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -142,7 +142,7 @@ def upper_constraints_file(repo, commit, path):
     return text
 
 
-class ReleaseEnvironmentTest(base.BaseTestCase):
+class ReleaseEnvironmentTest(base.TestCase):
     """Installing into a virtualenv of this release changes nothing.
 
     A real install (not ``--dry-run``): the freeze before and after is

@@ -36,13 +36,13 @@ import pymysql
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
 
-from nova_cellsched.demo import seed
 from nova_cellsched import exception
 from nova_cellsched import gather
 from nova_cellsched.listing import timing
 from nova_cellsched import records as cli_lister
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 INSTANCES = instance_query.INSTANCES
 CELL_NAMES = ('cell0', 'cell1', 'cell2', 'cell3')
@@ -53,13 +53,13 @@ NO_JOINS = ('uuid', 'display_name', 'host', 'cell_name')
 def world_spec(names=CELL_NAMES):
     """The cells of the shared world (same seed on every server)."""
     specs = {
-        'cell0': seed.Population(instances=8, deleted_per_instance=1,
+        'cell0': worlds.Population(instances=8, deleted_per_instance=1,
                                  error_only=True),
-        'cell1': seed.Population(instances=40, deleted_per_instance=1,
+        'cell1': worlds.Population(instances=40, deleted_per_instance=1,
                                  hosts=4),
-        'cell2': seed.Population(instances=40, deleted_per_instance=1,
+        'cell2': worlds.Population(instances=40, deleted_per_instance=1,
                                  hosts=4),
-        'cell3': seed.Population(instances=30, deleted_per_instance=1,
+        'cell3': worlds.Population(instances=30, deleted_per_instance=1,
                                  hosts=4),
     }
     return [(name, specs[name]) for name in names]
@@ -113,7 +113,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         if problem is not None:
             raise AssertionError('MariaDB at %s is needed: %s'
                                  % (db.MYSQL_URL, problem))
-        world = db.CellWorld(db.MYSQL_URL, world_spec())
+        world = worlds.CellWorld(db.MYSQL_URL, world_spec())
         world.setUp()
         cls.addClassCleanup(world.cleanUp)
         cls.world = world
@@ -323,7 +323,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
         self.assertEqual(self.live['cell0'], {r['uuid'] for r in cell0})
         self.assertTrue(cell0)
         for record in cell0:
-            self.assertEqual((vm_states.ERROR, None, seed.CELL0_UUID),
+            self.assertEqual((vm_states.ERROR, None, worlds.CELL0_UUID),
                              (record['vm_state'], record['host'],
                               record['cell_uuid']))
 
@@ -673,7 +673,7 @@ class ListingFaultsTest(db.FunctionalTestCase):
 
         problem = db.server_available(db.POSTGRESQL_URL)
         self.assertIsNone(problem, 'PostgreSQL is needed by this test')
-        pg = self.useFixture(db.CellWorld(db.POSTGRESQL_URL,
+        pg = self.useFixture(worlds.CellWorld(db.POSTGRESQL_URL,
                                           world_spec(names)))
         self.assertEqual({n: self.live[n] for n in names}, pg.all_uuids())
         self._drop_some_hosts(pg)

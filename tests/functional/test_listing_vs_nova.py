@@ -41,10 +41,10 @@ from nova.db.main import models
 from nova import objects
 import sqlalchemy as sa
 
-from nova_cellsched.demo import seed
 from nova_cellsched import records
 from nova_cellsched.records import fields as record_fields
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 # Sort keys whose values are never NULL in the seeded cells, so nova's own
 # merge can compare them.
@@ -80,11 +80,11 @@ class ListingMatchesNovaTest(db.FunctionalTestCase):
         super().setUp()
         # Few hosts, few projects and coarse timestamps make many ties,
         # which is where merge order and tie-breaking are tested.
-        population = seed.Population(instances=90, hosts=3,
+        population = worlds.Population(instances=90, hosts=3,
                                      deleted_per_instance=1,
                                      metadata_keys=1)
-        self.world = self.useFixture(db.CellWorld(db.MYSQL_URL, [
-            ('cell0', seed.Population(instances=25, error_only=True)),
+        self.world = self.useFixture(worlds.CellWorld(db.MYSQL_URL, [
+            ('cell0', worlds.Population(instances=25, error_only=True)),
             ('cell1', population), ('cell2', population),
             ('cell3', population)]))
         self._coarsen_timestamps()
@@ -251,8 +251,8 @@ class DeletedServersMatchNovaObjectsMixin:
 
     def setUp(self):
         super().setUp()
-        population = seed.Population(instances=24, hosts=3, metadata_keys=2)
-        self.world = self.useFixture(db.CellWorld(self.SERVER_URL, [
+        population = worlds.Population(instances=24, hosts=3, metadata_keys=2)
+        self.world = self.useFixture(worlds.CellWorld(self.SERVER_URL, [
             ('cell1', population), ('cell2', population)]))
         self.cfg.config(connection=self.world.url_of('cell1'),
                         group='database')
@@ -404,9 +404,9 @@ class FiltersMatchNovaMixin:
 
     def setUp(self):
         super().setUp()
-        population = seed.Population(instances=30, hosts=3,
+        population = worlds.Population(instances=30, hosts=3,
                                      deleted_per_instance=1)
-        self.world = self.useFixture(db.CellWorld(self.SERVER_URL, [
+        self.world = self.useFixture(worlds.CellWorld(self.SERVER_URL, [
             ('cell1', population), ('cell2', population)]))
         self.cfg.config(connection=self.world.url_of('cell1'),
                         group='database')

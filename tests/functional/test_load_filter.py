@@ -33,7 +33,6 @@ import uuid as uuid_lib
 import fixtures
 from nova import objects
 from oslo_config import cfg
-from oslotest import base
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
@@ -41,8 +40,9 @@ from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import mapping as mapping_mod
 from nova_cellsched.scheduler import state
-from tests import request_specs
-from tests import scheduler_state
+from tests import base
+from tests.fixtures import request_specs
+from tests.fixtures import scheduler_state
 
 CELLS = 20
 HOSTS = 10000
@@ -101,7 +101,7 @@ def write_options(path, text_default, text_projects):
     os.replace(tmp, path)
 
 
-class FilterReloadLoadTest(base.BaseTestCase):
+class FilterReloadLoadTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

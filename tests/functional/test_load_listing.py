@@ -50,10 +50,10 @@ import sqlalchemy as sa
 import testtools.content
 
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched import records
 from nova_cellsched.records import query as instance_query
-from tests.functional import mariadb_server as mdb
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import worlds
 from tests.functional.test_listing_vs_nova import nova_uuids
 
 CONF = nova.conf.CONF
@@ -93,22 +93,22 @@ class ListingLoadTest(mdb.ServersTestCase):
     def set_up_servers(cls):
         cls.first = cls.start_server('load-a')
         cls.second = cls.start_server('load-b')
-        population = seed.Population(instances=LIVE,
+        population = worlds.Population(instances=LIVE,
                                      deleted_per_instance=1, hosts=10,
                                      metadata_keys=2)
         cells = [('cell0', cls.first,
-                  seed.Population(instances=15, error_only=True))]
+                  worlds.Population(instances=15, error_only=True))]
         for index in range(1, CELLS + 1):
             cells.append(('cell%d' % index,
                           cls.first if index <= CELLS // 2
                           else cls.second, population))
-        cls.world = mdb.build_world(cls.first, cells, seed_value=3)
+        cls.world = worlds.build_world(cls.first, cells, seed_value=3)
 
     def setUp(self):
         super().setUp()
         self.cfg = self.useFixture(config_fixture.Config(CONF))
         conf_mod.register_opts(CONF)
-        self.use_world = self.useFixture(mdb.UseWorld(self.world))
+        self.use_world = self.useFixture(worlds.UseWorld(self.world))
         # nova's lister (the yardstick) starts nova's cell worker pool.
         self.useFixture(nova_fixtures.IsolatedExecutorFixture(self.id()))
         # nova picks its name-filter operator from [database] connection.

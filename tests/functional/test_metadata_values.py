@@ -23,10 +23,10 @@ import datetime
 from nova import context as nova_context
 import sqlalchemy as sa
 
-from nova_cellsched.demo import seed
 from nova_cellsched import records as cli_lister
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 METADATA = instance_query.METADATA
 
@@ -49,8 +49,8 @@ class MetadataValuesMixin:
 
     def setUp(self):
         super().setUp()
-        self.world = self.useFixture(db.CellWorld(
-            self.SERVER_URL, [('cell1', seed.Population(instances=6))]))
+        self.world = self.useFixture(worlds.CellWorld(
+            self.SERVER_URL, [('cell1', worlds.Population(instances=6))]))
         self.url = self.world.url_of('cell1')
         engine = sa.create_engine(self.url)
         self.addCleanup(engine.dispose)

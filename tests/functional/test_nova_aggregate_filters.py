@@ -38,7 +38,7 @@ from nova.tests.functional import test_aggregates
 from nova_cellsched import cells as cells_mod
 from nova_cellsched.scheduler import aggregate_sync
 from nova_cellsched.scheduler import request_filter
-from tests import scheduler_state
+from tests.fixtures import scheduler_state
 
 
 class _WithPrefilter:

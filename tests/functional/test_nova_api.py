@@ -48,7 +48,6 @@ from nova.api.openstack import api_version_request
 import nova.conf
 from nova import context as nova_context
 from nova import objects
-from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import conf as nova_conf_fixture
 from nova.tests.functional.api import client as api_client
@@ -61,8 +60,9 @@ import testtools.content
 import nova_cellsched.api as cellsched_api
 from nova_cellsched.api.view import render
 from nova_cellsched import compat
-from tests.functional import nova_api
-from tests import server_timing_grammar as timing_grammar
+from tests import base
+from tests.fixtures import nova_api
+from tests.fixtures import server_timing_grammar as timing_grammar
 
 OTHER_PROJECT = 'a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5'
 #: Servers booted per cell (cell1..cell3); one more fails into cell0.
@@ -110,7 +110,7 @@ def load_tests(loader, tests, pattern):
     return testresources.OptimisingTestSuite(ordered)
 
 
-class _Deployment(test.TestCase, integrated_helpers.InstanceHelperMixin):
+class _Deployment(base.NovaTestCase, integrated_helpers.InstanceHelperMixin):
     """nova with the filter, three cells and the servers listed.
 
     Not a test: :class:`DeploymentManager` sets it up (nova's functional
@@ -262,7 +262,7 @@ DEPLOYMENT = DeploymentManager()
 
 
 class NovaApiListingTest(testresources.ResourcedTestCase,
-                         testtools.TestCase):
+                         base.TestCase):
     """GET /servers with the filter off and on, in three cells."""
 
     resources = [('deployment', DEPLOYMENT)]
@@ -690,7 +690,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
         the parts are attached (the contributor guide's request path).
         """
         from nova_cellsched.api.hooks import pool
-        from tests import request_path
+        from tests.fixtures import request_path
 
         for version in ('2.1', 'latest'):
             self.admin_api.microversion = version
@@ -809,7 +809,7 @@ class NovaApiListingTest(testresources.ResourcedTestCase,
                              [s['id'] for s in walked], sort)
 
 
-class CellschedInNovaApiFixtureTest(testtools.TestCase):
+class CellschedInNovaApiFixtureTest(base.TestCase):
     """The test fixture leaves nothing behind."""
 
     def test_paste_file_lives_as_long_as_the_fixture(self):

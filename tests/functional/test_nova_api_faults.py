@@ -16,7 +16,7 @@ GET /servers/detail through nova's own API code
 (``ServersController.detail``, its view and response validation) with
 the replacement lister installed (:func:`nova_cellsched.api.install`),
 on real MariaDB. Two private servers (see
-:mod:`tests.functional.mariadb_server`)::
+:mod:`tests.fixtures.mariadb_server`)::
 
     api     the nova API database, cell0, cell1, cell2   (never harmed)
     victim  cell3                                      (frozen: SIGSTOP)
@@ -63,11 +63,11 @@ from nova_cellsched.api.hooks import instance_list as api_instance_list
 from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
-from nova_cellsched.demo import seed
 from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
-from tests.functional import mariadb_server as mdb
-from tests import releases
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import releases
+from tests.fixtures import worlds
 
 CONF = nova.conf.CONF
 PASSWORD = 'Fr0zen/n0va@Pw%q'
@@ -181,10 +181,10 @@ class FrozenServerTestBase(mdb.ServersTestCase):
     def set_up_servers(cls):
         cls.api = cls.start_server('napi', 'nova', PASSWORD)
         cls.victim = cls.start_server('napi-victim', 'nova', PASSWORD)
-        population = seed.Population(instances=LIVE, hosts=3,
+        population = worlds.Population(instances=LIVE, hosts=3,
                                      metadata_keys=1)
-        cls.world = mdb.build_world(cls.api, [
-            ('cell0', cls.api, seed.Population(instances=3,
+        cls.world = worlds.build_world(cls.api, [
+            ('cell0', cls.api, worlds.Population(instances=3,
                                                error_only=True)),
             ('cell1', cls.api, population),
             ('cell2', cls.api, population)] + [
@@ -216,7 +216,7 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         # have left nova's test default, 'error').
         self.cfg.config(response_validation='warn', group='api')
         self.logs = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
-        self.useFixture(mdb.UseWorld(self.world))
+        self.useFixture(worlds.UseWorld(self.world))
         self.useFixture(nova_fixtures.RPCFixture('nova.test'))
         policy_opts.set_defaults(CONF)
         self.useFixture(nova_fixtures.RealPolicyFixture())

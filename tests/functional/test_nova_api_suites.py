@@ -14,7 +14,7 @@
 
 Every test class below is one of nova 34's (from the wheel's
 ``nova/tests``), run unchanged except for the fixture
-``tests.functional.nova_api.CellschedInNovaApi``: nova-api loads an
+``tests.fixtures.nova_api.CellschedInNovaApi``: nova-api loads an
 ``api-paste.ini`` with the ``cellsched`` filter in its ``/v2`` and
 ``/v2.1`` pipelines, exactly as an operator configures it,
 so the filter's factory installs the replacement lister; and nova's own
@@ -61,7 +61,6 @@ import unittest
 
 import fixtures
 import nova.conf
-from nova import test as nova_test
 from nova.tests.functional.compute import test_instance_list as func_il
 from nova.tests.functional.regressions import test_bug_1670627
 from nova.tests.functional.regressions import test_bug_1689692
@@ -74,7 +73,8 @@ import testscenarios
 import testtools
 
 from nova_cellsched import compat
-from tests.functional import nova_api
+from tests import base
+from tests.fixtures import nova_api
 
 
 # Warnings nova's own tests cause, not our code: oslo.utils deprecated
@@ -219,7 +219,7 @@ class UnitTestInstanceList(with_filter(unit_il.TestInstanceList)):
     test_get_instances_with_cell_down_support = _not_applicable
 
 
-class ResponseValidation(nova_test.NoDBTestCase):
+class ResponseValidation(base.NovaTestCase):
     """The suites run with nova's test setting and the fast path."""
 
     def test_error_mode_and_fast_validation_installed(self):
@@ -236,7 +236,7 @@ class ResponseValidation(nova_test.NoDBTestCase):
 ResponseValidation = with_filter(ResponseValidation)
 
 
-class ConcurrencyMode(testtools.TestCase):
+class ConcurrencyMode(base.TestCase):
     """The module runs in the mode its environment asks for."""
 
     def test_mode_is_the_one_asked_for(self):
@@ -281,7 +281,7 @@ def _skipped_in(test_ids: typing.Iterable[str]) -> int:
     return skipped
 
 
-class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
+class EventletMode(testscenarios.WithScenarios, base.TestCase):
     """The suites above, with nova-api in eventlet mode."""
 
     scenarios = [(name, {'suites': suites})
@@ -321,7 +321,7 @@ class EventletMode(testscenarios.WithScenarios, testtools.TestCase):
         self.assertEqual(_skipped_in(tests), summary.skipped, summary)
 
 
-class EventletRunsCoverTheModule(testtools.TestCase):
+class EventletRunsCoverTheModule(base.TestCase):
     """No suite of this module is left out of the eventlet runs."""
 
     def test_every_suite_runs_under_eventlet(self):

@@ -13,7 +13,7 @@
 """nova-api as operators run it: uwsgi, real clients, a frozen cell.
 
 nova 34's ``nova.wsgi.osapi_compute`` under uwsgi, configured as
-devstack configures nova-api (see :mod:`tests.functional.uwsgi_api`),
+devstack configures nova-api (see :mod:`tests.fixtures.uwsgi_api`),
 twice on the same MariaDB world: with the ``cellsched`` filter where
 README.rst puts it, and stock. Two private servers::
 
@@ -27,7 +27,7 @@ with every healthy cell's servers, ``GET /flavors`` keeps answering, and
 uwsgi reloads and stops within 10 s.
 
 :class:`UwsgiSlowAndKilledCellTest` adds cell4, whose mapping goes
-through a slow TCP proxy (:mod:`tests.functional.slow_proxy`, 2 s on
+through a slow TCP proxy (:mod:`tests.fixtures.slow_proxy`, 2 s on
 every chunk either way), and kills cell3's server: lists stay within the
 bound at 2.1 and ``latest``, the faulty cell is down as nova shows a
 down cell, and a healthy server's page answers meanwhile.
@@ -48,11 +48,11 @@ import fixtures
 import openstack
 import testtools.content
 
-from nova_cellsched.demo import seed
-from tests.functional import mariadb_server as mdb
-from tests.functional import slow_proxy
-from tests.functional import uwsgi_api
-from tests import server_timing_grammar as timing_grammar
+from tests.fixtures import mariadb_server as mdb
+from tests.fixtures import server_timing_grammar as timing_grammar
+from tests.fixtures import slow_proxy
+from tests.fixtures import uwsgi_api
+from tests.fixtures import worlds
 
 #: ``[cellsched] list_cell_timeout`` of the filtered API.
 CELL_TIMEOUT = 2.0
@@ -68,7 +68,7 @@ MARGIN = 5.0
 #: The issue's bound on a reload or a shutdown during a freeze.
 STOP_BOUND = 10.0
 #: nova's CELL_TIMEOUT (60 s) in the uwsgi whose workers start while a
-#: cell is frozen (:mod:`tests.functional.short_cell_timeout_wsgi`, which
+#: cell is frozen (:mod:`tests.fixtures.short_cell_timeout_wsgi`, which
 #: reads it from this environment variable): the start-up check waits
 #: that long for the frozen cell, as nova's own check waits its 60 s.
 STARTUP_CELL_TIMEOUT = 10.0
@@ -103,7 +103,7 @@ class UwsgiWorld(mdb.ServersTestCase):
     Cells 0-2 on the ``api`` server, cell3 on ``victim``; with
     :attr:`SLOW_CELL`, one more cell of that name on the ``api`` server
     whose mapping goes through :attr:`proxy` (a
-    :class:`~tests.functional.slow_proxy.SlowProxy`, no latency until a
+    :class:`~tests.fixtures.slow_proxy.SlowProxy`, no latency until a
     test sets one).
     """
 
@@ -124,9 +124,9 @@ class UwsgiWorld(mdb.ServersTestCase):
         cls._cleanups_cls = []
         cls.api = cls.start_server('uwsgi', USER, PASSWORD)
         cls.victim = cls.start_server('uwsgi-victim', USER, PASSWORD)
-        population = seed.Population(instances=LIVE, hosts=2,
+        population = worlds.Population(instances=LIVE, hosts=2,
                                      metadata_keys=1)
-        cells = [('cell0', cls.api, seed.Population(instances=2,
+        cells = [('cell0', cls.api, worlds.Population(instances=2,
                                                     error_only=True)),
                  ('cell1', cls.api, population),
                  ('cell2', cls.api, population),
@@ -138,7 +138,7 @@ class UwsgiWorld(mdb.ServersTestCase):
             cls._cleanups_cls.append(cls.proxy.cleanUp)
             cells.append((cls.SLOW_CELL, cls.api, population))
             via[cls.SLOW_CELL] = cls.proxy.port
-        cls.world = mdb.build_world(cls.api, cells, user=USER,
+        cls.world = worlds.build_world(cls.api, cells, user=USER,
                                     password=PASSWORD, via=via)
         cls.expected = cls.world.live_uuids()
         cls.neutron = uwsgi_api.FakeNeutron()
@@ -213,7 +213,7 @@ class UwsgiWorld(mdb.ServersTestCase):
 
     def assert_no_secret(self, where, text):
         """*text* shows no cell URL, password or ``user:password@``."""
-        leaks = mdb.leaked_secrets(text, self.world, PASSWORD)
+        leaks = worlds.leaked_secrets(text, self.world, PASSWORD)
         self.assertEqual([], leaks, '%s shows secrets' % where)
 
 
@@ -349,7 +349,7 @@ class UwsgiNovaApiTest(UwsgiWorld):
         ``CELL_TIMEOUT`` in nova's start-up check (as nova's own does, so
         that a late cell still counts; 60 s in nova, here
         :data:`STARTUP_CELL_TIMEOUT` through
-        :mod:`tests.functional.short_cell_timeout_wsgi`), logs that cell3
+        :mod:`tests.fixtures.short_cell_timeout_wsgi`), logs that cell3
         did not answer, and the workers serve lists within the bound with
         the healthy cells' servers. With a
         list in flight, SIGTERM then ends uwsgi and its workers within
@@ -360,7 +360,7 @@ class UwsgiNovaApiTest(UwsgiWorld):
             STARTUP_CELL_TIMEOUT_ENV, str(STARTUP_CELL_TIMEOUT)))
         api = self.start_api(
             with_filter=True,
-            module='tests.functional.short_cell_timeout_wsgi:application')
+            module='tests.fixtures.short_cell_timeout_wsgi:application')
         bound = self.healthy_slowest(api) + BOUND + MARGIN
         old_workers = set(api.worker_pids())
         self.assertEqual(2, len(old_workers))

@@ -19,7 +19,7 @@ nova-api loading an ``api-paste.ini`` with the ``cellsched`` filter.
 validation; on, the filter's. Requests are made both ways and the
 answers compared byte for byte, the real bodies of every response
 schema's microversion range are given to the verdict comparison of
-:mod:`tests.schema_bodies`, and a view that returns a bad field shows
+:mod:`tests.fixtures.schema_bodies`, and a view that returns a bad field shows
 that ``warn`` and ``error`` behave as nova's.
 """
 
@@ -30,7 +30,6 @@ from nova.api.openstack import api_version_request
 from nova.api.openstack.compute.views import servers as views_servers
 from nova import context as nova_context
 from nova import objects
-from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional import fixtures as func_fixtures
 from oslo_serialization import jsonutils
@@ -39,8 +38,9 @@ from testtools.content import text_content
 from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 from nova_cellsched.compat import core as compat_core
-from tests.functional import nova_api
-from tests import schema_bodies
+from tests import base
+from tests.fixtures import nova_api
+from tests.fixtures import schema_bodies
 
 MICROVERSIONS = ('2.1', '2.16', '2.26', '2.47', '2.69', '2.73', '2.96',
                  '2.100', 'latest')
@@ -52,7 +52,7 @@ def _at_least(version, minimum):
             api_version_request.APIVersionRequest(minimum))
 
 
-class NovaApiValidationTest(test.TestCase,
+class NovaApiValidationTest(base.NovaTestCase,
                             integrated_helpers.InstanceHelperMixin):
     """GET /servers validated by nova's decorators and by the filter."""
 

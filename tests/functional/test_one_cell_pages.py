@@ -32,17 +32,17 @@ from nova.compute import instance_list as nova_instance_list
 from nova import context as nova_context
 from nova.db.main import api as nova_db
 from nova import objects
-from nova import test
 import sqlalchemy as sa
 
 from nova_cellsched.api.hooks import instance_list as api_lister
 from nova_cellsched import compat
-from nova_cellsched.demo import seed
 from nova_cellsched.listing import batches
 from nova_cellsched import records
 from nova_cellsched.records import query as instance_query
-from tests.functional import db
-from tests.functional import nova_api
+from tests import base
+from tests.fixtures import db
+from tests.fixtures import nova_api
+from tests.fixtures import worlds
 
 DEDICATED = 'dedicated0000000000000000000cell'
 OTHER = 'other000000000000000000000000000'
@@ -58,13 +58,13 @@ class CliOneCellPageTest(db.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        cells = [('cell0', seed.Population(instances=1, error_only=True)),
-                 ('cell1', seed.Population(instances=PAGE + 200,
+        cells = [('cell0', worlds.Population(instances=1, error_only=True)),
+                 ('cell1', worlds.Population(instances=PAGE + 200,
                                            projects=[DEDICATED]))]
-        cells += [('cell%d' % n, seed.Population(instances=5,
+        cells += [('cell%d' % n, worlds.Population(instances=5,
                                                  projects=[OTHER]))
                   for n in range(2, OTHER_CELLS + 2)]
-        self.world = self.useFixture(db.CellWorld('sqlite:///x', cells))
+        self.world = self.useFixture(worlds.CellWorld('sqlite:///x', cells))
         self.member = nova_context.RequestContext(
             user_id='someone', project_id=DEDICATED, is_admin=False)
 
@@ -132,7 +132,7 @@ class CliOneCellPageTest(db.FunctionalTestCase):
         self.assertEqual(10, self.dedicated_cell(result).batches)
 
 
-class ApiOneCellPageTest(test.TestCase):
+class ApiOneCellPageTest(base.NovaTestCase):
     """nova-api's lister on nova's fixture cells: one cell holds the page.
 
     The calls of nova's ``instance_get_all_by_filters_sort`` are counted

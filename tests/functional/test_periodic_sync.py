@@ -41,13 +41,13 @@ from sqlalchemy import pool as sa_pool
 from cellsched_tools import cloud
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import compat
-from nova_cellsched.demo import seed
 from nova_cellsched.scheduler import aggregate_sync
 from nova_cellsched.scheduler import aggregates
 from nova_cellsched.scheduler import periodic_sync
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import scheduler_state
+from tests.fixtures import worlds
 from tests.functional import test_placement_prefilter as prefilter
-from tests import scheduler_state
 
 MAPPED = prefilter.MAPPED
 FOREIGN = prefilter.FOREIGN
@@ -597,10 +597,10 @@ class FrozenCellPeriodicSyncTest(db.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.world = self.useFixture(db.CellWorld(db.MYSQL_URL, [
-            ('cell0', seed.Population(instances=1, error_only=True)),
-            ('cell1', seed.Population(instances=2, hosts=3)),
-            ('cell2', seed.Population(instances=2, hosts=3))]))
+        self.world = self.useFixture(worlds.CellWorld(db.MYSQL_URL, [
+            ('cell0', worlds.Population(instances=1, error_only=True)),
+            ('cell1', worlds.Population(instances=2, hosts=3)),
+            ('cell2', worlds.Population(instances=2, hosts=3))]))
         # nova's placement, reached through nova's report client as
         # nova's own functional tests reach it.
         self.useFixture(nova_fixtures.OpenStackSDKFixture())

@@ -51,8 +51,8 @@ import testscenarios
 from nova_cellsched import cells as cells_mod
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.scheduler import aggregate_sync
+from tests.fixtures import scheduler_state
 from tests.functional import test_project_cell_filter as base
-from tests import scheduler_state
 
 MAPPED = base.MAPPED
 UNMAPPED = base.UNMAPPED

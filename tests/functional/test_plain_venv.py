@@ -37,6 +37,8 @@ import tempfile
 
 import testtools
 
+from tests import base
+
 ENV_VAR = 'NOVA_CELLSCHED_PLAIN_VENV'
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -67,7 +69,7 @@ print(json.dumps({
 """ % (LIBRARIES,)
 
 
-class PlainVenvTest(testtools.TestCase):
+class PlainVenvTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -24,19 +24,19 @@ import subprocess
 import sys
 
 import fixtures
-import testtools
 
-from tests import releases
+from tests.fixtures import releases
 
 releases.skip_module_unless_nova_api_part()
 
 from nova_cellsched.api.middleware import policies  # noqa: E402
+from tests import base  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GROUPS = ('oslo.policy.policies', 'oslo.policy.enforcer')
 
 
-class PolicyEntryPointsTest(testtools.TestCase):
+class PolicyEntryPointsTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

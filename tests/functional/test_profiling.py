@@ -19,9 +19,9 @@ from osprofiler import notifier
 from osprofiler import opts as profiler_opts
 from osprofiler import profiler
 
-from nova_cellsched.demo import seed
 from nova_cellsched import records
-from tests.functional import db
+from tests.fixtures import db
+from tests.fixtures import worlds
 
 
 class ListingTracePointsTest(db.FunctionalTestCase):
@@ -31,9 +31,9 @@ class ListingTracePointsTest(db.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.world = self.useFixture(db.CellWorld('sqlite:///x', [
-            ('cell1', seed.Population(instances=30)),
-            ('cell2', seed.Population(instances=30))]))
+        self.world = self.useFixture(worlds.CellWorld('sqlite:///x', [
+            ('cell1', worlds.Population(instances=30)),
+            ('cell2', worlds.Population(instances=30))]))
         profiler_opts.set_defaults(db.CONF)
         self.events = []
         self.lock = threading.Lock()

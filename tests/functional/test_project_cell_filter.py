@@ -39,7 +39,6 @@ import os
 import sys
 
 import nova.conf
-from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional import fixtures as func_fixtures
@@ -47,7 +46,8 @@ from nova.tests.functional import fixtures as func_fixtures
 # Registers the [cellsched] options on nova's CONF.
 from nova_cellsched.scheduler import host_filter as cellsched_filters
 from nova_cellsched.scheduler import state
-from tests import scheduler_state
+from tests import base
+from tests.fixtures import scheduler_state
 
 CONF = nova.conf.CONF
 
@@ -67,7 +67,7 @@ HOSTS = {'host1': 'cell1', 'host2': 'cell2', 'host3': 'cell3'}
 
 
 class MultiCellTestBase(
-        test.TestCase, integrated_helpers.PlacementInstanceHelperMixin):
+        base.NovaTestCase, integrated_helpers.PlacementInstanceHelperMixin):
     """A real multi-cell nova with ProjectCellFilter enabled; no tests.
 
     :attr:`HOSTS` (host -> cell name) are started in order;

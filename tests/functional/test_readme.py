@@ -36,13 +36,13 @@ import docutils.core
 import fixtures
 from nova.scheduler import filters as nova_filters
 from oslo_config import cfg
-from oslotest import base
 
 from nova_cellsched import conf as conf_mod
 from nova_cellsched.demo import seed
 from nova_cellsched.demo import world as demo
 from nova_cellsched.scheduler import mapping
-from tests.functional import nova_api
+from tests import base
+from tests.fixtures import nova_api
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -106,7 +106,7 @@ def command_lines(text):
             if re.match(r'^ {4,}(nova-cellsched|tools/\w+) ', line)]
 
 
-class ReadmeTest(base.BaseTestCase):
+class ReadmeTest(base.TestCase):
     """README.rst says only what works, and leads into the guide."""
 
     @classmethod
@@ -177,7 +177,7 @@ class ReadmeTest(base.BaseTestCase):
         self.assertIn("**nova-scheduler**", install)
 
 
-class GuideTest(base.BaseTestCase):
+class GuideTest(base.TestCase):
     """The guide's snippets, numbers and log lines are the code's."""
 
     def test_api_paste_block_is_nova_pipeline_plus_the_filter(self):
@@ -362,7 +362,7 @@ def one_decimal(ratio):
         decimal.Decimal('0.1'), rounding=decimal.ROUND_HALF_UP))
 
 
-class ClaimsTest(base.BaseTestCase):
+class ClaimsTest(base.TestCase):
     """README.rst and the guide on support and speed, against the sources.
 
     What they say is what the matrix and the benchmark results say,
@@ -429,7 +429,7 @@ class ClaimsTest(base.BaseTestCase):
                       self.readme)
 
 
-class ReadmeCommandsTest(base.BaseTestCase):
+class ReadmeCommandsTest(base.TestCase):
     """The guide's Python and every command line run against a demo world."""
 
     def setUp(self):

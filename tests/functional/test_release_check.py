@@ -28,11 +28,11 @@ import subprocess
 import sys
 
 import fixtures
-from oslotest import base
 
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import sources
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -68,7 +68,7 @@ def release_stamp(release, venv):
     return os.path.join(venv, '.nova-cellsched-' + digest[:12])
 
 
-class BadInputTest(base.BaseTestCase):
+class BadInputTest(base.TestCase):
     """Exit 2, one line on stderr, nothing built or run."""
 
     def assert_refused(self, argv, message, env=None):
@@ -118,7 +118,7 @@ class BadInputTest(base.BaseTestCase):
             '$NOVA_CELLSCHED_REQUIREMENTS_REPO), got none', env=env)
 
 
-class ReleaseCheckTest(base.BaseTestCase):
+class ReleaseCheckTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -26,10 +26,11 @@ import subprocess
 import sys
 
 import fixtures
-from oslotest import base
 from packaging import utils
 
 from cellsched_tools import pins
+
+from tests import base
 
 RELEASES = pins.releases_dir()
 PROG = 'python -m cellsched_tools.pins'
@@ -59,7 +60,7 @@ def services(text):
             kept['openstack-placement']]
 
 
-class PinsCommand(base.BaseTestCase):
+class PinsCommand(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -34,10 +34,10 @@ import fixtures
 import nova.db
 import sqlalchemy as sa
 from sqlalchemy.engine import url as sa_url
-import testtools
 
 from nova_cellsched.demo import seed
-from tests.functional import db
+from tests import base
+from tests.fixtures import db
 
 
 def describe(url: str) -> dict:
@@ -144,7 +144,7 @@ class SchemaCopyMixin:
         self.assertEqual(heads, current)  # type: ignore[attr-defined]
 
 
-class MariaDBSchemaCopyTest(SchemaCopyMixin, testtools.TestCase):
+class MariaDBSchemaCopyTest(SchemaCopyMixin, base.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
@@ -157,7 +157,7 @@ class MariaDBSchemaCopyTest(SchemaCopyMixin, testtools.TestCase):
         return db.MYSQL_URL
 
 
-class SQLiteSchemaCopyTest(SchemaCopyMixin, testtools.TestCase):
+class SQLiteSchemaCopyTest(SchemaCopyMixin, base.TestCase):
 
     def server_url(self) -> str:
         if not hasattr(self, '_dir'):

@@ -35,11 +35,12 @@ from nova import objects
 from nova.objects import security_group as security_group_obj
 from nova.scheduler import utils as scheduler_utils
 import sqlalchemy as sa
-import testtools
 
 from nova_cellsched.demo import seed
 from nova_cellsched.demo import world
-from tests.functional import db as db_fixtures
+from tests import base
+from tests.fixtures import db as db_fixtures
+from tests.fixtures import worlds
 
 
 def _rows(url, query):
@@ -79,7 +80,7 @@ class SeedRequestSpecsTest(db_fixtures.FunctionalTestCase):
 
     def setUp(self):
         super().setUp()
-        self.world = self.useFixture(db_fixtures.CellWorld(
+        self.world = self.useFixture(worlds.CellWorld(
             self.SERVER_URL, [
                 ('cell0', seed.Population(instances=3, error_only=True)),
                 ('cell1', seed.Population(instances=12, deleted=3)),
@@ -149,7 +150,7 @@ class SeedRequestSpecsSQLiteTest(SeedRequestSpecsTest):
     SERVER_URL = 'sqlite:///'
 
 
-class DemoWorldRequestSpecsTest(testtools.TestCase):
+class DemoWorldRequestSpecsTest(base.TestCase):
     """world.build (seed, then map_instances) writes them too."""
 
     def test_every_mapped_server_has_its_spec(self):

@@ -36,20 +36,20 @@ import fixtures
 from nova import context as nova_context
 from nova import objects
 from nova import policy as nova_policy
-from nova import test
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional import fixtures as func_fixtures
 from oslo_serialization import jsonutils
 
-from tests import releases
+from tests.fixtures import releases
 
 releases.skip_module_unless_nova_api_part()
 
 from nova_cellsched.api.middleware import policies  # noqa: E402
 from nova_cellsched.api.middleware import server_timing  # noqa: E402
-from tests.functional import nova_api  # noqa: E402
-from tests import server_timing_grammar as timing_grammar  # noqa: E402
+from tests import base  # noqa: E402
+from tests.fixtures import nova_api  # noqa: E402
+from tests.fixtures import server_timing_grammar as timing_grammar  # noqa: E402
 
 MEMBER_PROJECT = 'b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6'
 PHASE_METRICS = {'total', 'other'} | set(server_timing.PHASES)
@@ -77,7 +77,7 @@ class PolicyFileFixture(nova_fixtures.RealPolicyFixture):
         os.utime(self.policy_file, (stamp, stamp))
 
 
-class ServerTimingPolicyTest(test.TestCase,
+class ServerTimingPolicyTest(base.NovaTestCase,
                              integrated_helpers.InstanceHelperMixin):
     """A member gets no header; an admin's names cells; policy decides."""
 

@@ -22,9 +22,9 @@ import socket
 import threading
 import time
 
-import testtools
 
-from tests.functional import slow_proxy
+from tests import base
+from tests.fixtures import slow_proxy
 
 
 class EchoServer:
@@ -64,7 +64,7 @@ class EchoServer:
         self.sock.close()
 
 
-class SlowProxyTest(testtools.TestCase):
+class SlowProxyTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -33,6 +33,7 @@ import testtools.content
 
 from nova_cellsched.demo import api as demo_api
 from nova_cellsched.demo import world as demo
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -72,7 +73,7 @@ def guide_ini_and_curl():
     return ini, curl
 
 
-class UwsgiGuideTest(testtools.TestCase):
+class UwsgiGuideTest(base.TestCase):
 
     def test_comments_stand_on_their_own_lines(self):
         """uwsgi keeps a ``#`` after a value as part of the value."""

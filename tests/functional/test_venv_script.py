@@ -24,9 +24,9 @@ import subprocess
 import sys
 
 import fixtures
-from oslotest import base
 
 from nova_cellsched.demo import world as demo
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -42,7 +42,7 @@ def stamp_of(venv):
     return os.path.join(venv, '.nova-cellsched-' + digest.hexdigest()[:12])
 
 
-class VenvScriptTest(base.BaseTestCase):
+class VenvScriptTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

@@ -24,7 +24,6 @@ import sysconfig
 import threading
 
 import fixtures
-from oslotest import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -35,8 +34,10 @@ sys.path.insert(1, BENCHMARKS)
 import reporting  # noqa: E402
 import runinfo  # noqa: E402
 
+from tests import base  # noqa: E402
 
-class RunInfoTest(base.BaseTestCase):
+
+class RunInfoTest(base.TestCase):
 
     def test_command_line_keeps_no_absolute_path(self):
         args = ['--out', os.path.join(TOP, 'benchmarks', 'results'),
@@ -120,7 +121,7 @@ class RunInfoTest(base.BaseTestCase):
                 self.assertNotIn(prefix, text, name)
 
 
-class ReportingTest(base.BaseTestCase):
+class ReportingTest(base.TestCase):
     """The percentile and the results files every benchmark writes."""
 
     def test_percentile_is_the_nearest_rank(self):
@@ -220,7 +221,7 @@ class ReportingTest(base.BaseTestCase):
                          (args.out, args.json, args.name, args.render))
 
 
-class RequireTest(base.BaseTestCase):
+class RequireTest(base.TestCase):
     """The requirements check: one message, before anything is made."""
 
     def test_met_requirements_pass(self):
@@ -308,7 +309,7 @@ def _required_modules():
     return found
 
 
-class CleanupSelectionTest(base.BaseTestCase):
+class CleanupSelectionTest(base.TestCase):
     """Which databases a clean-up drops: only a run's own."""
 
     PRESENT = ['ncsbench_2c_7_0_api', 'ncsbench_2c_7_0_cell1',
@@ -353,7 +354,7 @@ class CleanupSelectionTest(base.BaseTestCase):
         self.assertEqual(['ncsbench_2c_7_0_cell1'], chosen.in_use)
 
 
-class CleanlyTest(base.BaseTestCase):
+class CleanlyTest(base.TestCase):
     """The clean-up steps run however the run ends."""
 
     def test_steps_run_last_first_on_success_and_failure(self):
@@ -400,7 +401,7 @@ class CleanlyTest(base.BaseTestCase):
         self.assertEqual([before], seen)
 
 
-class SharedRunnerTest(base.BaseTestCase):
+class SharedRunnerTest(base.TestCase):
     """Every benchmark script uses the one runner and report writer."""
 
     PRIVATE = {'percentile', 'require', 'rerender', 'text_writer',
@@ -438,7 +439,7 @@ class SharedRunnerTest(base.BaseTestCase):
         self.assertEqual('[]', done.stdout.strip())
 
 
-class CloudStormServerTimingTest(base.BaseTestCase):
+class CloudStormServerTimingTest(base.TestCase):
     """bench_cloud_storm's reading of the filter's Server-Timing header."""
 
     def test_durations_of_each_metric(self):
@@ -458,7 +459,7 @@ class CloudStormServerTimingTest(base.BaseTestCase):
                              bench_cloud_storm.server_timing(header), header)
 
 
-class CloudStormRoundsTest(base.BaseTestCase):
+class CloudStormRoundsTest(base.TestCase):
     """bench_cloud_storm pools the rounds and reports the checks."""
 
     @staticmethod

@@ -21,12 +21,12 @@ import subprocess
 
 from cliff import command as cliff_command
 import fixtures
-from oslotest import base
 
 from nova_cellsched.cmd import cellsched
+from tests import base
 
 
-class EpilogTestCase(base.BaseTestCase):
+class EpilogTestCase(base.TestCase):
     """A command's parser is built without reading distribution metadata.
 
     cliff's own ``Command.get_epilog`` reads the metadata of every
@@ -69,7 +69,7 @@ class EpilogTestCase(base.BaseTestCase):
         self.assertTrue(metadata.packages_distributions())
 
 
-class EntryPointsTestCase(base.BaseTestCase):
+class EntryPointsTestCase(base.TestCase):
     """setup.cfg lists the application's commands, for the CLI reference.
 
     ``doc/source/cli`` documents the commands of the ``nova_cellsched.cli``
@@ -92,7 +92,7 @@ class EntryPointsTestCase(base.BaseTestCase):
              for name, cls in cellsched.COMMANDS.items()}, listed)
 
 
-class CellOrderTestCase(base.BaseTestCase):
+class CellOrderTestCase(base.TestCase):
     """check, explain and sync-aggregates show cells in natural order."""
 
     NAMES = ['cell10', 'cell-a', 'cell2', 'cell1', 'cell0', 'cell2']
@@ -128,7 +128,7 @@ class CellOrderTestCase(base.BaseTestCase):
                           'cell-a'], listed, str(error))
 
 
-class BoundedParametersTestCase(base.BaseTestCase):
+class BoundedParametersTestCase(base.TestCase):
     """The API database's driver timeouts the commands add, and keep."""
 
     def bounded(self, url, parameters=None):
@@ -156,7 +156,7 @@ class BoundedParametersTestCase(base.BaseTestCase):
                                        'connect_timeout=20'))
 
 
-class PackagingTestCase(base.BaseTestCase):
+class PackagingTestCase(base.TestCase):
     """What pip shows of the package, and what it leaves in a checkout."""
 
     TOP = os.path.dirname(os.path.dirname(os.path.dirname(

@@ -21,7 +21,8 @@ import re
 import subprocess
 import sys
 
-import testtools
+from tests import base
+
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -35,7 +36,7 @@ def cloud(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, check=False)
 
 
-class CloudHelpTest(testtools.TestCase):
+class CloudHelpTest(base.TestCase):
 
     def assertSaysWhatUpChanges(self, text: str) -> None:
         flat = ' '.join(text.split())

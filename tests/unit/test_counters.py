@@ -14,15 +14,15 @@
 
 import threading
 
-import testtools
 
 from nova_cellsched.api.hooks import instance_list
 from nova_cellsched.api.validation import validator as validation
 from nova_cellsched.api.view import lookups as view
 from nova_cellsched import counters
+from tests import base
 
 
-class CountsTest(testtools.TestCase):
+class CountsTest(base.TestCase):
 
     def test_declared_names_start_at_zero(self):
         self.assertEqual({'a': 0, 'b': 0},

@@ -21,9 +21,9 @@ import os
 import subprocess
 import time
 
-from oslotest import base
 
 from nova_cellsched.demo import api as demo_api
+from tests import base
 
 
 def session_members(sid: int) -> set[int]:
@@ -43,7 +43,7 @@ def session_members(sid: int) -> set[int]:
     return pids
 
 
-class StopSessionTest(base.BaseTestCase):
+class StopSessionTest(base.TestCase):
 
     def start(self, script: str) -> subprocess.Popen:
         process = subprocess.Popen(['sh', '-c', script],

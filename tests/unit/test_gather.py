@@ -32,12 +32,12 @@ import unittest
 import futurist
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched import gather
 from nova_cellsched.listing import sorting
 from nova_cellsched import silence
-from tests import silent
+from tests import base
+from tests.fixtures import silent
 
 # Long enough never to be reached when the code works, short enough that
 # a broken implementation fails the test instead of hanging the run.
@@ -61,7 +61,7 @@ class Boom(Exception):
     pass
 
 
-class ExecutorTestCase(base.BaseTestCase):
+class ExecutorTestCase(base.TestCase):
 
     workers = 4
 
@@ -111,7 +111,7 @@ class ExecutorTestCase(base.BaseTestCase):
         return task
 
 
-class BudgetTestCase(base.BaseTestCase):
+class BudgetTestCase(base.TestCase):
     """A cell is charged only for the time its own futures ran."""
 
     def test_pending_deadline_starts_when_the_worker_begins(self):
@@ -195,7 +195,7 @@ class BudgetTestCase(base.BaseTestCase):
         self.assertEqual(gather.OK, outcomes['long'].status)
 
 
-class DeadlineTestCase(base.BaseTestCase):
+class DeadlineTestCase(base.TestCase):
 
     def test_deadline_none_never_expires(self):
         clock = FakeClock()
@@ -228,7 +228,7 @@ class DeadlineTestCase(base.BaseTestCase):
         self.assertLessEqual(remaining, SAFETY)
 
 
-class OutcomeTestCase(base.BaseTestCase):
+class OutcomeTestCase(base.TestCase):
 
     def test_outcome_ok_has_no_description(self):
         outcome = gather.Outcome(gather.OK, result=[1])
@@ -744,7 +744,7 @@ class QueuedTaskTestCase(ExecutorTestCase):
         self.assertEqual(dict.fromkeys(keys, 1), dict(ran))
 
 
-class RefetchSizesTestCase(base.BaseTestCase):
+class RefetchSizesTestCase(base.TestCase):
     """Which cells a further round asks, and for how many rows."""
 
     def test_refetch_without_limit_asks_every_open_cell_for_a_batch(self):

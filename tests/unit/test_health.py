@@ -22,9 +22,9 @@ import fixtures
 import hypothesis
 from hypothesis import stateful
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched import health
+from tests import base
 
 
 class Clock:
@@ -44,7 +44,7 @@ def high(a, b):
     return b
 
 
-class CellHealthTest(base.BaseTestCase):
+class CellHealthTest(base.TestCase):
 
     def setUp(self):
         super().setUp()

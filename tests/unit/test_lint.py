@@ -34,6 +34,8 @@ import sys
 
 import testtools
 
+from tests import base
+
 TOP = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -46,7 +48,7 @@ def pep8_commands() -> list[list[str]]:
             if line.strip()]
 
 
-class LintTestCase(testtools.TestCase):
+class LintTestCase(base.TestCase):
 
     def test_pep8_environment_runs_the_three_linters(self):
         self.assertEqual(['ruff', 'flake8', 'mypy'],

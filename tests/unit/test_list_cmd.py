@@ -21,13 +21,13 @@ import sys
 from unittest import mock
 
 import fixtures
-from oslotest import base
 
 from nova_cellsched.cmd import list_cmd
 from nova_cellsched import exception
+from tests import base
 
 
-class CheckWritableTestCase(base.BaseTestCase):
+class CheckWritableTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -54,7 +54,7 @@ class CheckWritableTestCase(base.BaseTestCase):
         self.assertRejected(self.dir, '%s is a directory' % self.dir)
 
 
-class ParseFilterTestCase(base.BaseTestCase):
+class ParseFilterTestCase(base.TestCase):
 
     def test_key_and_value_are_stripped(self):
         self.assertEqual(('host', 'c1'), list_cmd.parse_filter(' host = c1 '))
@@ -66,7 +66,7 @@ class ParseFilterTestCase(base.BaseTestCase):
             self.assertIn('a value after "="', str(error))
 
 
-class PastableCommandTestCase(base.BaseTestCase):
+class PastableCommandTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -99,7 +99,7 @@ class PastableCommandTestCase(base.BaseTestCase):
                          list_cmd.pastable_command('openstack'))
 
 
-class ApiCommandsTestCase(base.BaseTestCase):
+class ApiCommandsTestCase(base.TestCase):
     """The lines ``demo --api`` prints split into the intended argv."""
 
     def test_curl_and_openstack_split_as_meant(self):
@@ -119,7 +119,7 @@ class ApiCommandsTestCase(base.BaseTestCase):
              '--all-projects', '--limit', '5'], shlex.split(openstack))
 
 
-class DemoApiOptionsTestCase(base.BaseTestCase):
+class DemoApiOptionsTestCase(base.TestCase):
     """``demo --api``'s options are refused before anything is built."""
 
     def check(self, *argv):

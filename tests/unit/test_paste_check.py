@@ -20,9 +20,9 @@ import os
 import textwrap
 
 import fixtures
-from oslotest import base
 
 from nova_cellsched.cmd import paste_check
+from tests import base
 
 HEAD = """
 [composite:osapi_compute]
@@ -44,7 +44,7 @@ paste.filter_factory = nova.api.openstack:FaultWrapper.factory
 """
 
 
-class InspectTestCase(base.BaseTestCase):
+class InspectTestCase(base.TestCase):
 
     def inspect(self, text):
         tmp = self.useFixture(fixtures.TempDir()).path

@@ -24,14 +24,14 @@ import pathlib
 import subprocess
 import sys
 
-import testtools
 
 import nova_cellsched
+from tests import base
 
 PACKAGE = pathlib.Path(nova_cellsched.__file__).parent
 
 
-class TestPublicPaths(testtools.TestCase):
+class TestPublicPaths(base.TestCase):
 
     def test_filter_path_in_nova_conf_is_the_host_filter(self):
         """The path in nova.conf loads the scheduler's filter class."""
@@ -85,7 +85,7 @@ class TestPublicPaths(testtools.TestCase):
         self.assertEqual('[]', out.strip())
 
 
-class TestLayout(testtools.TestCase):
+class TestLayout(base.TestCase):
     """Imports run one way: cmd/wsgi -> api/scheduler/records/demo ->
     listing -> core.
     """

@@ -21,7 +21,8 @@ would select nothing, silently.
 import pathlib
 import re
 
-import testtools
+from tests import base
+
 
 TOP = pathlib.Path(__file__).resolve().parents[2]
 RELEASES = TOP / 'tools' / 'releases'
@@ -42,7 +43,7 @@ def module_of(regex: str) -> pathlib.Path:
     return TOP.joinpath(*parts)
 
 
-class ReleaseListsTest(testtools.TestCase):
+class ReleaseListsTest(base.TestCase):
 
     def test_ci_list_is_part_of_the_whole_list(self):
         whole = regexes('tests.txt')

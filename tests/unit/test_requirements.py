@@ -26,9 +26,9 @@ import pathlib
 
 from packaging import requirements
 from packaging import utils
-import testtools
 
-from tests import releases
+from tests import base
+from tests.fixtures import releases
 
 TOP = pathlib.Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ def requirements_of(path: pathlib.Path) -> list[requirements.Requirement]:
     return found
 
 
-class RequirementsAcceptEveryReleaseTest(testtools.TestCase):
+class RequirementsAcceptEveryReleaseTest(base.TestCase):
 
     def test_every_release_pins_every_requirement_at_an_accepted_version(
             self):

@@ -22,10 +22,10 @@ import math
 
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched import gather
 from nova_cellsched.listing import rounds
+from tests import base
 
 
 class FakeCells:
@@ -56,7 +56,7 @@ class FakeCells:
                           key=lambda row: row, values_of=lambda row: (row,))
 
 
-class RoundsTestCase(base.BaseTestCase):
+class RoundsTestCase(base.TestCase):
 
     def test_the_page_is_the_first_rows_of_all_cells_merged(self):
         cells = FakeCells({'a': [1, 4, 7, 10], 'b': [2, 5, 8],
@@ -157,7 +157,7 @@ class RoundsTestCase(base.BaseTestCase):
 
 
 
-class OneCellPagesTestCase(base.BaseTestCase):
+class OneCellPagesTestCase(base.TestCase):
     """A page that lives in one cell of many: a few rounds, not many.
 
     A project dedicated to one cell of 50: every other cell answers its

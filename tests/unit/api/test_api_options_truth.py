@@ -31,14 +31,14 @@ import tempfile
 
 from oslo_config import cfg
 from oslo_config import generator
-from oslotest import base
 
 from nova_cellsched.api.startup import install as patch
 from nova_cellsched import conf
-from tests import releases
+from tests import base
+from tests.fixtures import releases
 
 
-class ApiOptionsTest(base.BaseTestCase):
+class ApiOptionsTest(base.TestCase):
 
     def test_nova_api_has_no_service_that_runs_mutate_hooks(self):
         """What the texts rest on: nova 32 on ships no eventlet nova-api.

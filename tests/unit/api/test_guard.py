@@ -22,15 +22,15 @@ import fixtures
 from nova import context as nova_context
 from oslo_db.sqlalchemy import enginefacade
 from oslo_utils import uuidutils
-from oslotest import base
 
 from nova_cellsched.api.hooks import stuck as stuck_queries
 from nova_cellsched import compat
 from nova_cellsched import guard
-from tests.functional import slow_proxy
+from tests import base
+from tests.fixtures import slow_proxy
 
 
-class TestStuckQueries(base.BaseTestCase):
+class TestStuckQueries(base.TestCase):
 
     def test_query_given_up_while_running_counts_until_it_ends(self):
         stuck = stuck_queries.StuckQueries()
@@ -90,7 +90,7 @@ class TestStuckQueries(base.BaseTestCase):
         self.assertEqual({}, stuck.snapshot())
 
 
-class TestIoTimeoutBound(base.BaseTestCase):
+class TestIoTimeoutBound(base.TestCase):
     """The block's I/O ends within its seconds plus guard.GRAIN."""
 
     def setUp(self):
@@ -142,7 +142,7 @@ class TestIoTimeoutBound(base.BaseTestCase):
             self.assertEqual(guard._EXPIRED, guard._thread_timeout())
 
 
-class TestStuckQueriesAfterFork(base.BaseTestCase):
+class TestStuckQueriesAfterFork(base.TestCase):
 
     def test_forget_counts_nothing_and_keeps_counting(self):
         stuck = stuck_queries.StuckQueries()
@@ -157,7 +157,7 @@ class TestStuckQueriesAfterFork(base.BaseTestCase):
         self.assertEqual({'cell1': 1}, stuck.snapshot())
 
 
-class TestOtherCellsAtInstall(base.BaseTestCase):
+class TestOtherCellsAtInstall(base.TestCase):
     """Turning the part on leaves alone what it does not change.
 
     Only PyMySQL connections get the thread-bound timeouts, so only

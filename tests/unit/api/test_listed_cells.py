@@ -29,21 +29,21 @@ from nova import context as nova_context
 from nova.tests import fixtures as nova_fixtures
 from oslo_config import fixture as config_fixture
 from oslo_db import exception as db_exc
-import testtools
 
 
 from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.hooks import stuck
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched import conf as conf_mod
-from tests import silent
-from tests.unit.api import cells
+from tests import base
+from tests.fixtures import nova_cells as cells
+from tests.fixtures import silent
 
 #: Seconds a blocked call may wait for its release (a hang fails).
 SAFETY = 30
 
 
-class ListedCellsTest(testtools.TestCase):
+class ListedCellsTest(base.TestCase):
     """nova's own ``target_cell`` (nova's test base class stubs it)."""
 
     def setUp(self):

@@ -26,7 +26,6 @@ from nova.db.main import api as db_api
 from nova import objects
 from oslo_config import fixture as config_fixture
 from oslo_db.sqlalchemy import utils as oslo_utils
-from oslotest import base
 import sqlalchemy as sa
 
 from cellsched_tools import maintainer
@@ -41,8 +40,9 @@ from nova_cellsched.compat import hashing
 from nova_cellsched.compat import sources
 from nova_cellsched.listing import sorting
 from nova_cellsched.records import query as instance_query
-from tests import releases
-from tests import request_path
+from tests import base
+from tests.fixtures import releases
+from tests.fixtures import request_path
 
 CONF = nova.conf.CONF
 
@@ -108,7 +108,7 @@ def _after_dropping_nulls(spec, values, bind=False):
 SELFTEST_WAIT = 300.0
 
 
-class _Base(base.BaseTestCase):
+class _Base(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -667,7 +667,7 @@ class TestSelfTest(_Base):
                          problems)
 
 
-class TestMaintainerTool(base.BaseTestCase):
+class TestMaintainerTool(base.TestCase):
     """``python -m cellsched_tools.maintainer`` for maintainers."""
 
     def test_prints_the_table_for_the_running_nova(self):

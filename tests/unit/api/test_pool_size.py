@@ -17,6 +17,7 @@ uwsgi's Python module exists only inside uwsgi: where a test needs its
 (``tests.functional.test_nova_api_uwsgi`` runs the real one).
 """
 
+import logging
 import os
 import sys
 import types
@@ -24,13 +25,13 @@ import types
 import fixtures
 import hypothesis
 from hypothesis import strategies as st
-from nova import test
 
 
 from nova_cellsched.api.hooks import pool
+from tests import base
 
 
-class TestPoolSize(test.NoDBTestCase):
+class TestPoolSize(base.TestCase):
 
     @hypothesis.given(cells=st.integers(1, 500), requests=st.integers(1, 64),
                       stuck=st.integers(1, 10), most=st.integers(1, 4096))
@@ -45,10 +46,11 @@ class TestPoolSize(test.NoDBTestCase):
         self.assertEqual(most, pool.pool_size(cells, None, 2, most))
 
 
-class TestExecutor(test.NoDBTestCase):
+class TestExecutor(base.TestCase):
 
     def setUp(self):
         super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         pool.shutdown()
         self.addCleanup(pool.shutdown)
 
@@ -80,10 +82,10 @@ class TestExecutor(test.NoDBTestCase):
         executor = pool.executor(4)
         self.assertEqual(8, executor._max_workers)
         self.assertIn('Set list_max_workers to 24',
-                      self.stdlog.logger.output)
+                      self.log.output)
         # A pool too small costs time, not rows: not a warning.
         self.assertNotIn('WARNING [nova_cellsched',
-                         self.stdlog.logger.output)
+                         self.log.output)
 
     def test_a_pool_for_the_load_is_not_capped(self):
         self.uwsgi(b'2')
@@ -91,10 +93,10 @@ class TestExecutor(test.NoDBTestCase):
                    group='cellsched')
         executor = pool.executor(5)
         self.assertEqual(20, executor._max_workers)
-        self.assertNotIn('list_max_workers to', self.stdlog.logger.output)
+        self.assertNotIn('list_max_workers to', self.log.output)
 
 
-class TestExecutorAfterFork(test.NoDBTestCase):
+class TestExecutorAfterFork(base.TestCase):
     """A uwsgi worker forked after the master made the pool has its own.
 
     Without ``lazy-apps``, uwsgi forks its workers after the master

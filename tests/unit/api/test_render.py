@@ -26,9 +26,9 @@ from nova.api.openstack import common
 from nova.network import model as network_model
 from nova import objects
 from oslo_serialization import jsonutils
-import testtools
 
 from nova_cellsched.api.view import render
+from tests import base
 
 objects.register_all()
 
@@ -70,7 +70,7 @@ def nova_addresses(text, extend=True):
                                             extend)['addresses']
 
 
-class AddressesTest(testtools.TestCase):
+class AddressesTest(base.TestCase):
     """``addresses``: nova's ``get_networks_for_instance`` and ips view."""
 
     @hypothesis.settings(max_examples=150, deadline=None)
@@ -103,7 +103,7 @@ class AddressesTest(testtools.TestCase):
             self.assertRaises(render.NotRenderable, render.addresses, text)
 
 
-class FlavorTest(testtools.TestCase):
+class FlavorTest(base.TestCase):
     """The embedded flavor's fields, as nova's Flavor object holds them."""
 
     def _text(self, **data):
@@ -135,7 +135,7 @@ class FlavorTest(testtools.TestCase):
                           jsonutils.dumps(primitive))
 
 
-class InstanceNameTest(testtools.TestCase):
+class InstanceNameTest(base.TestCase):
     """``OS-EXT-SRV-ATTR:instance_name``: nova's template of the id."""
 
     def test_the_template_of_the_id(self):
@@ -151,7 +151,7 @@ class InstanceNameTest(testtools.TestCase):
                           {'id': 42, 'uuid': 'u'})
 
 
-class LinksTest(testtools.TestCase):
+class LinksTest(base.TestCase):
     """The request's links, as nova's view builders make them."""
 
     @hypothesis.given(st.one_of(

@@ -27,15 +27,15 @@ import tempfile
 import threading
 
 from nova import context as nova_context
-import testtools
 
 from nova_cellsched.api.hooks import instance_list
-
 from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.hooks import stuck
 from nova_cellsched.api.middleware import request_state
 from nova_cellsched.api.middleware import server_timing
-from tests.unit.api import cells
+from tests import base
+from tests.fixtures import nova_cells as cells
+
 
 def _threading():
     """Whether nova runs on native threads in this process.
@@ -84,7 +84,7 @@ def _middleware(app):
         lambda environ: (False, False))
 
 
-class ScopeTest(testtools.TestCase):
+class ScopeTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -159,7 +159,7 @@ class ScopeTest(testtools.TestCase):
         self.assertIsNone(pool.submit(request_state.current).result(SAFETY))
 
 
-class ConcurrentRequestsTest(testtools.TestCase):
+class ConcurrentRequestsTest(base.TestCase):
     """Two requests served at the same time never see each other's."""
 
     def test_in_threads(self):
@@ -181,7 +181,7 @@ class ConcurrentRequestsTest(testtools.TestCase):
              'req-2': ({'req-2'}, {'req-2'}, None)}, results)
 
 
-class MiddlewareTest(testtools.TestCase):
+class MiddlewareTest(base.TestCase):
     """The paste filter's middleware scopes the state to each request."""
 
     def test_the_application_runs_in_a_state_gone_after_the_response(self):
@@ -231,7 +231,7 @@ class MiddlewareTest(testtools.TestCase):
         self.assertEqual({'req-1': {'req-1'}, 'req-2': {'req-2'}}, seen)
 
 
-class GivenUpTest(testtools.TestCase):
+class GivenUpTest(base.TestCase):
     """nova's later cell calls skip what this request's listing gave up on.
 
     Only within that request: any other request (a quota count, a
@@ -311,7 +311,7 @@ class GivenUpTest(testtools.TestCase):
                           'other': 'asked'}, answers)
 
 
-class GreenThreadsTest(testtools.TestCase):
+class GreenThreadsTest(base.TestCase):
     """As nova-api under eventlet: requests in green threads.
 
     Runs in a process in nova's eventlet mode only (see
@@ -389,7 +389,7 @@ class GreenThreadsTest(testtools.TestCase):
         self.assertFalse(release.is_set(), 'waited for the busy worker')
 
 
-class EventletModeTest(testtools.TestCase):
+class EventletModeTest(base.TestCase):
     """:class:`GreenThreadsTest` in a child process in eventlet mode."""
 
     def test_green_thread_requests(self):

@@ -14,10 +14,10 @@
 
 import hypothesis
 from hypothesis import strategies as st
-import testtools
 
 from nova_cellsched.api.middleware import server_timing
-from tests import server_timing_grammar as grammar
+from tests import base
+from tests.fixtures import server_timing_grammar as grammar
 
 
 #: A loaded test machine (2 cores, several suites) must not fail these:
@@ -33,7 +33,7 @@ def timings(**phases):
     return t
 
 
-class HeaderTest(testtools.TestCase):
+class HeaderTest(base.TestCase):
 
     def test_phases_in_order_with_the_slowest_cell_named(self):
         t = timings(gather=0.5, merge=0.01, objects=0.2)
@@ -118,7 +118,7 @@ class HeaderTest(testtools.TestCase):
         self.assertNotIn('20.0', value)
 
 
-class LogLineTest(testtools.TestCase):
+class LogLineTest(base.TestCase):
 
     def test_per_cell_times_and_down_cells(self):
         t = timings(gather=2.0)
@@ -141,7 +141,7 @@ class LogLineTest(testtools.TestCase):
         self.assertNotIn('cell4', server_timing.header(t, 0.2))
 
 
-class MiddlewareTest(testtools.TestCase):
+class MiddlewareTest(base.TestCase):
 
     def call(self, serves, enabled=(True, False), audience=(True, False)):
         logged = []

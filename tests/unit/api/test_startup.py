@@ -28,7 +28,6 @@ from nova.db.main import api as db_api
 from nova import exception as nova_exception
 from nova import objects
 from nova.objects import service as service_obj
-from nova import test
 from nova import utils as nova_utils
 
 
@@ -36,7 +35,8 @@ from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.startup import install as patch
 from nova_cellsched.api.startup import service_versions as startup
 from nova_cellsched import compat
-from tests import silent
+from tests import base
+from tests.fixtures import silent
 
 OLDEST = service_obj.SERVICE_VERSION_ALIASES[
     service_obj.OLDEST_SUPPORTED_SERVICE_VERSION]
@@ -48,7 +48,7 @@ def _same_signature_other_body(columns_to_join):
     return [], list(columns_to_join)
 
 
-class TestBoundedStartUpCheck(test.TestCase):
+class TestBoundedStartUpCheck(base.NovaTestCase):
     """startup.raise_if_old_compute answers as nova's raise_if_old_compute.
     """
 
@@ -211,7 +211,7 @@ class TestBoundedStartUpCheck(test.TestCase):
         self.assertEqual(['nova'], calls)
 
 
-class TestBounded(test.TestCase):
+class TestBounded(base.NovaTestCase):
     """bounded(): nova's _setup_service calls ours inside, nova's after."""
 
     NUMBER_OF_CELLS = 2

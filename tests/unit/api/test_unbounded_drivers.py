@@ -18,21 +18,23 @@ long as its server does not answer: the operator is told once per cell
 and process which URL parameters bound it, without the URL itself.
 """
 
+import logging
+
 import fixtures
 from nova import context as nova_context
 from nova import objects
-from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 
 from nova_cellsched.api.hooks import driver_advice
 from nova_cellsched.api.hooks import instance_list
 from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.startup import service_versions as startup
+from tests import base
 
 PASSWORD = 'pw-b0a7c1'
 
 
-class TestAdvice(test.NoDBTestCase):
+class TestAdvice(base.TestCase):
     """unbounded_driver_advice: URL scheme and parameters -> advice."""
 
     def advice(self, scheme, seconds=120.0, **query):
@@ -86,11 +88,12 @@ class TestAdvice(test.NoDBTestCase):
         self.assertIn('read_timeout=120', self.advice('mysql', None))
 
 
-class TestWarning(test.NoDBTestCase):
+class TestWarning(base.TestCase):
     """One WARNING per cell and process, naming the cell, never the URL."""
 
     def setUp(self):
         super().setUp()
+        self.log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
         self.useFixture(fixtures.MonkeyPatch(
             'nova_cellsched.api.hooks.driver_advice._WARNED', set()))
 
@@ -102,7 +105,7 @@ class TestWarning(test.NoDBTestCase):
         return cell
 
     def warnings(self):
-        return [line for line in self.stdlog.logger.output.splitlines()
+        return [line for line in self.log.output.splitlines()
                 if 'not bounded' in line]
 
     def test_mysqlclient_cell_is_named_once_without_its_url(self):
@@ -115,7 +118,7 @@ class TestWarning(test.NoDBTestCase):
         self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
         self.assertIn('read_timeout=20', lines[0])
         for secret in (PASSWORD, 'db-host-1', 'nova_cell1'):
-            self.assertNotIn(secret, self.stdlog.logger.output)
+            self.assertNotIn(secret, self.log.output)
 
     def test_each_cell_is_warned_about_once(self):
         for uuid, name in ((uuids.a, 'a'), (uuids.b, None), (uuids.a, 'a')):
@@ -157,7 +160,7 @@ class TestWarning(test.NoDBTestCase):
         self.assertEqual(1, len(lines), lines)
         self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
         self.assertIn('read_timeout=8', lines[0])
-        self.assertNotIn(PASSWORD, self.stdlog.logger.output)
+        self.assertNotIn(PASSWORD, self.log.output)
 
     def test_the_start_up_check_warns_at_start(self):
         """nova-api's start-up check asks each cell: it warns then.
@@ -175,4 +178,4 @@ class TestWarning(test.NoDBTestCase):
         self.assertEqual(1, len(lines), lines)
         self.assertIn('cell1 (%s)' % uuids.cell1, lines[0])
         self.assertIn('read_timeout=4', lines[0])
-        self.assertNotIn(PASSWORD, self.stdlog.logger.output)
+        self.assertNotIn(PASSWORD, self.log.output)

@@ -15,8 +15,8 @@
 Generated: every response schema nova 34 attaches to
 ``ServersController.index`` and ``detail``, valid bodies from nova's
 api-samples templates and those bodies mutated one place at a time
-(:mod:`tests.schema_bodies`); for each (schema, body) pair the compiled
-validator must agree with nova's ``_SchemaValidator``. The functional
+(:mod:`tests.fixtures.schema_bodies`); for each (schema, body) pair the
+compiled validator must agree with nova's ``_SchemaValidator``. The functional
 side (real responses at every microversion, nova-api end to end) is
 ``tests.functional.test_nova_api_validation``.
 """
@@ -33,7 +33,6 @@ from nova.api.openstack import api_version_request
 from nova.api import validation as nova_validation
 from nova.api.validation import validators
 from nova import exception
-from nova import test
 from nova.tests.unit.api.openstack import fakes
 from testtools.content import text_content
 
@@ -42,7 +41,8 @@ from nova_cellsched.api.validation import validator as validation
 from nova_cellsched import compat
 from nova_cellsched.compat import core as compat_core
 from nova_cellsched.compat import hashing
-from tests import schema_bodies
+from tests import base
+from tests.fixtures import schema_bodies
 
 
 def _skip_where_nova_validates_no_list(test_case):
@@ -77,7 +77,7 @@ class _Str(str):
 UNWRITABLE = object()
 
 
-class TestVerdictEquivalence(test.NoDBTestCase):
+class TestVerdictEquivalence(base.TestCase):
     """The compiled validator accepts exactly the bodies nova accepts."""
 
     def _compare_templates(self, counts, mismatches):
@@ -165,7 +165,7 @@ class TestVerdictEquivalence(test.NoDBTestCase):
         self.assertEqual([], mismatches)
 
 
-class TestValidateResponse(test.NoDBTestCase):
+class TestValidateResponse(base.TestCase):
     """One request's validation: nova's schema, nova's text, nova's modes."""
 
     def setUp(self):
@@ -281,7 +281,7 @@ class TestValidateResponse(test.NoDBTestCase):
         self.assertEqual(before['none'] + 1, validation.validated()['none'])
 
 
-class TestFaults(test.NoDBTestCase):
+class TestFaults(base.TestCase):
     """A schema the compiler refuses, a validator that raises: nova's."""
 
     def setUp(self):
@@ -338,7 +338,7 @@ _VALUES = st.one_of(_SCALARS, st.lists(_SCALARS, max_size=2),
                                     max_size=2))
 
 
-class TestJsonEqual(test.NoDBTestCase):
+class TestJsonEqual(base.TestCase):
     """enum and const compare as jsonschema's public validator does."""
 
     @hypothesis.settings(max_examples=400, deadline=None)
@@ -359,7 +359,7 @@ class TestJsonEqual(test.NoDBTestCase):
         self.assertTrue(schema_compiler.json_equal(False, False))
 
 
-class TestInstall(test.NoDBTestCase):
+class TestInstall(base.TestCase):
     """Installed only on the nova it was built for; removed cleanly."""
 
     def setUp(self):

@@ -30,9 +30,9 @@ import subprocess
 import sys
 
 import nova.wsgi
-from oslotest import base
 
-from tests import releases
+from tests import base
+from tests.fixtures import releases
 
 def osapi_compute_path() -> str:
     """Our entry module's file, found without importing it.
@@ -71,7 +71,7 @@ NOVAS = preamble(NOVA_MODULE)
 OURS = preamble(osapi_compute_path())
 
 
-class EntryPointConcurrencyTest(base.BaseTestCase):
+class EntryPointConcurrencyTest(base.TestCase):
 
     def run_python(self, code: str, variable: str | None) -> list[str]:
         env = dict(os.environ)
@@ -118,7 +118,7 @@ def init_call_arguments(path: str) -> list[str]:
     raise AssertionError('no init_application call in %s' % path)
 
 
-class EntryPointArgumentsTest(base.BaseTestCase):
+class EntryPointArgumentsTest(base.TestCase):
     """Ours builds nova's application with what nova's module passes."""
 
     def test_same_arguments_as_novas_entry_point(self):

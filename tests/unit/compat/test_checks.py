@@ -35,7 +35,7 @@ from nova_cellsched.compat import checks
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
-from tests import releases
+from tests.fixtures import releases
 from tests.unit.compat import test_compat
 
 CONF = nova.conf.CONF

@@ -24,7 +24,6 @@ from nova import context as nova_context
 from nova import objects
 from oslo_config import fixture as config_fixture
 from oslo_utils.fixture import uuidsentinel as uuids
-from oslotest import base
 import sqlalchemy as sa
 
 import nova_cellsched.api as cellsched_api
@@ -32,7 +31,8 @@ from nova_cellsched import compat
 from nova_cellsched.compat import adapter
 from nova_cellsched.compat import core
 from nova_cellsched.compat import parts
-from tests import releases
+from tests import base
+from tests.fixtures import releases
 
 CONF = nova.conf.CONF
 VIEWS = 'nova.api.openstack.compute.views.servers'
@@ -105,7 +105,7 @@ def _off_lines(output):
             not any("part %s, which" % name in line for name in lacks)]
 
 
-class _Base(base.BaseTestCase):
+class _Base(base.TestCase):
 
     def _changed_pinned_az(self):
         """nova's ViewBuilder._get_pinned_az is another function now.
@@ -261,7 +261,7 @@ class TestMatchedAsASet(_Base):
                           core.releases_matching([part.name]), part.name)
 
 
-class TestAdapterGates(base.BaseTestCase):
+class TestAdapterGates(base.TestCase):
     """The adapter's gates: by nova's version, at the point of difference."""
 
     def test_the_gate_is_novas_major_version(self):

@@ -19,9 +19,9 @@ import textwrap
 import fixtures
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched.compat import hashing
+from tests import base
 
 # Two functions that differ only in the indent of one line: the second
 # returns from inside the loop.
@@ -43,7 +43,7 @@ def total(values):
 '''
 
 
-class SourceHashTest(base.BaseTestCase):
+class SourceHashTest(base.TestCase):
 
     def _function(self, name, source):
         """*source*'s ``total``, imported from a module file."""

@@ -31,13 +31,13 @@ import sys
 
 import fixtures
 from nova.db.main import api as db_api
-from oslotest import base
 
 from cellsched_tools import maintainer
 from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
 from nova_cellsched.compat import sources
+from tests import base
 
 #: The tested releases' tables, by major version.
 TABLES = {r.version.split('.')[0]: r for r in core.tested()}
@@ -79,7 +79,7 @@ def sides(diff_lines):
     return old, new
 
 
-class SideBySideTest(base.BaseTestCase):
+class SideBySideTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -213,7 +213,7 @@ def _read_table(text):
     return found['RELEASES'], found['LACKS'], found['HASHES']
 
 
-class TableTextTest(base.BaseTestCase):
+class TableTextTest(base.TestCase):
     """A release added to the one table (``--table``), comments kept."""
 
     def setUp(self):
@@ -297,7 +297,7 @@ class TableTextTest(base.BaseTestCase):
         self.assertIn('nova 31: one eventlet green thread', self.text)
 
 
-class SourceTextsTest(base.BaseTestCase):
+class SourceTextsTest(base.TestCase):
     """``--source-texts``: what the tested side answers, one JSON line."""
 
     def test_each_text_is_what_its_table_hashes(self):
@@ -333,7 +333,7 @@ def source_named(name):
     return {s.name: s for s in parts.all_sources()}[name]
 
 
-class BadInputTest(base.BaseTestCase):
+class BadInputTest(base.TestCase):
     """Exit 2 and one line on stderr saying what was expected."""
 
     def assert_one_line(self, argv, expected):

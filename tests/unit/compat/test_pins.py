@@ -19,9 +19,10 @@ repositories of openstack/requirements.)
 import os
 import re
 
-from oslotest import base
 
 from cellsched_tools import pins
+
+from tests import base
 
 SNAPSHOT = pins.Snapshot(
     branch='stable/2027.1', commit='c' * 40, date='2027-03-01',
@@ -45,7 +46,7 @@ numpy==2.2.6
 """
 
 
-class SeriesTest(base.BaseTestCase):
+class SeriesTest(base.TestCase):
 
     def test_two_releases_a_year_the_first_slurp(self):
         self.assertEqual(['2025.1', '2025.2', '2026.1', '2026.2', '2027.1'],
@@ -58,7 +59,7 @@ class SeriesTest(base.BaseTestCase):
         self.assertEqual('2027.2 Juniper', pins.series_title(36, 'Juniper'))
 
 
-class UpperConstraintsTest(base.BaseTestCase):
+class UpperConstraintsTest(base.TestCase):
 
     def test_names_as_pip_compares_them_and_this_pythons_pin(self):
         self.assertEqual(
@@ -67,7 +68,7 @@ class UpperConstraintsTest(base.BaseTestCase):
             pins.upper_constraints(SNAPSHOT.text))
 
 
-class RenderTest(base.BaseTestCase):
+class RenderTest(base.TestCase):
 
     def test_the_templates_libraries_at_upper_constraints_versions(self):
         text, unpinned = pins.render(35, TEMPLATE, SNAPSHOT, '35.0.0',

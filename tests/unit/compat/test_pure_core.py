@@ -18,7 +18,8 @@ import os
 import subprocess
 import sys
 
-from oslotest import base
+from tests import base
+
 
 #: The modules that decide (cells, policy, order, rounds, gathering,
 #: aggregates) without nova: testable, and the same on every release.
@@ -34,7 +35,7 @@ PURE = ('nova_cellsched.scheduler.mapping',
         'nova_cellsched.compat.hashing')
 
 
-class TestPureCore(base.BaseTestCase):
+class TestPureCore(base.TestCase):
 
     def test_imports_where_nova_cannot_be_imported(self):
         """Each pure module imports in a Python where nova is not there."""

@@ -24,13 +24,13 @@ for a loaded machine; the listing they replace took 8 ``T``.
 import time
 
 import futurist
-from oslotest import base
 
 from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
 from nova_cellsched.listing import rounds
 from nova_cellsched.listing import sorting
-from tests import silent
+from tests import base
+from tests.fixtures import silent
 
 #: list_cell_timeout in these tests.
 T = 1.0
@@ -81,7 +81,7 @@ class MemoryLister(cross_cell.CrossCellLister):
         return rounds.Batch(rows, len(rows))
 
 
-class RequestDeadlineTestCase(base.BaseTestCase):
+class RequestDeadlineTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -89,8 +89,8 @@ class RequestDeadlineTestCase(base.BaseTestCase):
         self.addCleanup(self.executor.shutdown, wait=False)
 
     def thawed_at_cleanup(self):
-        """A frozen database (:class:`tests.silent.Silence`), thawed at
-        the cleanup.
+        """A frozen database (:class:`tests.fixtures.silent.Silence`),
+        thawed at the cleanup.
         """
         frozen = silent.Silence()
         self.addCleanup(frozen.close)

@@ -16,12 +16,12 @@ The one rule both listers (nova-api's and the command line's) ask each
 cell's first batch by.
 """
 
-from nova import test
 
 from nova_cellsched.listing import batches
+from tests import base
 
 
-class TestFirstBatchSize(test.NoDBTestCase):
+class TestFirstBatchSize(base.TestCase):
 
     def test_distributed_is_half_again_the_share_without_floor(self):
         """Page of 1,000: 30 rows a cell at 50 cells (nova asks 100), 150

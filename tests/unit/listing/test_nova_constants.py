@@ -25,13 +25,13 @@ import sys
 
 from nova.api.openstack import common as api_common
 from nova.api.openstack.compute.schemas import servers as servers_schema
-from oslotest import base
 
 from nova_cellsched.listing import sorting
 from nova_cellsched.records import fields as record_fields
+from tests import base
 
 
-class NovaConstantsTestCase(base.BaseTestCase):
+class NovaConstantsTestCase(base.TestCase):
 
     def test_sort_keys_are_nova_api_sort_keys(self):
         """API_SORT_KEYS is nova's list of sort keys (2.75+), exactly."""

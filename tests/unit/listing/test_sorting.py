@@ -24,11 +24,11 @@ import functools
 import hypothesis
 from hypothesis import strategies as st
 from nova.compute import multi_cell_list
-from oslotest import base
 
 from nova_cellsched.exception import InvalidListRequest
 from nova_cellsched.listing import sorting
 from nova_cellsched.listing.sorting import SortSpec
+from tests import base
 
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
                                max_examples=300)
@@ -118,7 +118,7 @@ def uuids_of(rows):
     return [row['uuid'] for row in rows]
 
 
-class SortSpecBuildTestCase(base.BaseTestCase):
+class SortSpecBuildTestCase(base.TestCase):
 
     def test_build_no_keys_gives_nova_default_order(self):
         spec = SortSpec.build()
@@ -216,7 +216,7 @@ class SortSpecBuildTestCase(base.BaseTestCase):
         self.assertEqual(('h1', 7, 'u'), spec.values_of(row))
 
 
-class KeyFunctionTestCase(base.BaseTestCase):
+class KeyFunctionTestCase(base.TestCase):
 
     def _order(self, keys, dirs, rows):
         key = SortSpec.build(keys, dirs).key_function()
@@ -280,7 +280,7 @@ class KeyFunctionTestCase(base.BaseTestCase):
             sorting.merge([[host], [null]], key)))
 
 
-class KeyFunctionPropertyTestCase(base.BaseTestCase):
+class KeyFunctionPropertyTestCase(base.TestCase):
 
     @PROPERTY
     @hypothesis.given(listings())
@@ -324,7 +324,7 @@ def novas_order(sort_keys, sort_dirs):
     return tuple(keys[:end]), tuple(dirs[:end])
 
 
-class NovaOrderTestCase(base.BaseTestCase):
+class NovaOrderTestCase(base.TestCase):
     """One normalisation for both listers, nova's for every input."""
 
     @PROPERTY
@@ -369,7 +369,7 @@ class NovaOrderTestCase(base.BaseTestCase):
                       str(error))
 
 
-class NullsHighTestCase(base.BaseTestCase):
+class NullsHighTestCase(base.TestCase):
     """PostgreSQL's NULL order: after every value ascending."""
 
     def test_null_last_when_ascending(self):
@@ -404,7 +404,7 @@ class NullsHighTestCase(base.BaseTestCase):
                          uuids_of(sorted(rows, key=spec.key_function())))
 
 
-class PositionalRowsTestCase(base.BaseTestCase):
+class PositionalRowsTestCase(base.TestCase):
     """Rows as tuples (what a cursor returns) sort as the same mappings."""
 
     @PROPERTY
@@ -422,7 +422,7 @@ class PositionalRowsTestCase(base.BaseTestCase):
                              spec.values_of(values, columns))
 
 
-class MergeTestCase(base.BaseTestCase):
+class MergeTestCase(base.TestCase):
 
     @PROPERTY
     @hypothesis.given(st.data())
@@ -487,7 +487,7 @@ class MergeTestCase(base.BaseTestCase):
                           (2, 'first')], merged)
 
 
-class ParseSortArgumentTestCase(base.BaseTestCase):
+class ParseSortArgumentTestCase(base.TestCase):
 
     def test_parse_key_only_has_no_direction(self):
         self.assertEqual(('host', None),

@@ -17,10 +17,10 @@ import json
 import numbers
 import threading
 
-from oslotest import base
 
 from nova_cellsched.listing import timing
 from nova_cellsched.listing.timing import Span
+from tests import base
 
 U1 = '11111111-1111-4111-8111-111111111111'
 U2 = '22222222-2222-4222-8222-222222222222'
@@ -70,7 +70,7 @@ def summary(spans=SPANS, total=3.0, cells=CELLS, status=STATUS):
     return timing.summarize(spans, total, cells, status)
 
 
-class RecorderTestCase(base.BaseTestCase):
+class RecorderTestCase(base.TestCase):
 
     def test_recorder_times_are_relative_to_origin(self):
         clock = FakeClock()
@@ -152,7 +152,7 @@ class RecorderTestCase(base.BaseTestCase):
         self.assertEqual(0.0, span('fetch', 2.0, 1.0).duration)
 
 
-class SummarizeTestCase(base.BaseTestCase):
+class SummarizeTestCase(base.TestCase):
 
     def test_summarize_caller_phases(self):
         timings = summary()
@@ -250,7 +250,7 @@ class SummarizeTestCase(base.BaseTestCase):
         self.assertIsNone(by_uuid[U3]['name'])
 
 
-class RenderTestCase(base.BaseTestCase):
+class RenderTestCase(base.TestCase):
 
     def test_format_table_names_cells_and_statuses(self):
         table = timing.format_table(summary())
@@ -284,7 +284,7 @@ class RenderTestCase(base.BaseTestCase):
         self.assertTrue(texts[3].endswith(': Boom: lost connection'))
 
 
-class ChromeTraceTestCase(base.BaseTestCase):
+class ChromeTraceTestCase(base.TestCase):
 
     def recorded(self):
         """Timings of spans recorded by the caller and three workers."""
@@ -379,7 +379,7 @@ class ChromeTraceTestCase(base.BaseTestCase):
         self.assertEqual(0.5, trace['otherData']['setup_seconds'])
 
 
-class SpansTraceTest(base.BaseTestCase):
+class SpansTraceTest(base.TestCase):
     """spans_trace: the trace of spans recorded by anything, not a listing.
     """
 

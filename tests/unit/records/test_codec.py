@@ -21,9 +21,9 @@ import json
 
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched.records import codec
+from tests import base
 
 # What a listing record holds: text (any code point a database returns),
 # integers, booleans, None, naive and aware datetimes, nested lists and
@@ -37,7 +37,7 @@ VALUES = st.recursive(SCALARS, lambda inner: (
     max_leaves=20)
 
 
-class CodecTestCase(base.BaseTestCase):
+class CodecTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()

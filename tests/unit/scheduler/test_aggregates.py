@@ -17,11 +17,11 @@ import datetime
 
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched.scheduler import aggregates
 from nova_cellsched.scheduler.aggregates import Action
 from nova_cellsched.scheduler.aggregates import Change
+from tests import base
 
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
                                max_examples=300)
@@ -62,7 +62,7 @@ def apply(nodes, present):
     return changes, after
 
 
-class DiffTest(base.BaseTestCase):
+class DiffTest(base.TestCase):
 
     def test_adds_missing_removes_strays(self):
         changes = aggregates.diff({'c1': {'a', 'b'}, 'c2': set()},
@@ -126,7 +126,7 @@ class DiffTest(base.BaseTestCase):
                                                  labels))
 
 
-class MissingForTest(base.BaseTestCase):
+class MissingForTest(base.TestCase):
     """check's "missing for": bounded by the node's creation time."""
 
     NOW = datetime.datetime(2025, 3, 1, 12, 0, tzinfo=datetime.timezone.utc)
@@ -169,7 +169,7 @@ class MissingForTest(base.BaseTestCase):
                       '12:00:00 UTC)', found[0])
 
 
-class RemovalGuardTest(base.BaseTestCase):
+class RemovalGuardTest(base.TestCase):
     """A sync never empties a cell aggregate, nor removes more than the
     allowed share of it, unless forced; other cells proceed.
     """
@@ -328,7 +328,7 @@ class RemovalGuardTest(base.BaseTestCase):
         self.assertEqual(aggregates.diff(nodes, members), forced.changes)
 
 
-class StaleTest(base.BaseTestCase):
+class StaleTest(base.TestCase):
     """The aggregate a deleted cell mapping left behind."""
 
     def test_orphans_are_compute_providers_of_no_cell(self):

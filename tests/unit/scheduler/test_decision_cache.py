@@ -15,11 +15,11 @@
 import logging
 
 import fixtures
-from oslotest import base
 
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler.decision import CellInfo
+from tests import base
 
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_E = CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellE')
@@ -64,7 +64,7 @@ class Clock:
         return self.now
 
 
-class PolicyCacheTestCase(base.BaseTestCase):
+class PolicyCacheTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()

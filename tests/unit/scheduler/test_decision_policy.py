@@ -16,12 +16,12 @@ import uuid
 
 import hypothesis
 from hypothesis import strategies as st
-from oslotest import base
 
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler.decision import CellInfo
 from nova_cellsched.scheduler.decision import ProblemKind
 from nova_cellsched.scheduler import mapping
+from tests import base
 
 CELL0 = CellInfo(decision.CELL0_UUID, 'cell0')
 CELL_A = CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
@@ -43,7 +43,7 @@ def _kinds(pol):
     return [(p.kind, p.ref) for p in pol.problems]
 
 
-class ResolveTestCase(base.BaseTestCase):
+class ResolveTestCase(base.TestCase):
 
     def test_unrestricted_when_both_options_are_empty(self):
         """Empty options: allowed_cells is None for everyone."""
@@ -289,7 +289,7 @@ def _oracle(ref, cells):
             if c.uuid == ref_uuid or (c.name is not None and c.name == ref)}
 
 
-class IsolationPropertyTestCase(base.BaseTestCase):
+class IsolationPropertyTestCase(base.TestCase):
 
     @hypothesis.settings(deadline=None, derandomize=True, database=None,
                          max_examples=300)

@@ -23,11 +23,11 @@ the new one's, never a mix. Requests are nova's real ``RequestSpec``.
 # nova.tests first: importing it applies nova's eventlet monkey patching.
 from nova.tests.unit.scheduler import fakes  # noqa: F401  # isort: skip
 
-from nova import test
 import testscenarios
 
 from nova_cellsched.scheduler import decision
-from tests import request_specs
+from tests import base
+from tests.fixtures import request_specs
 
 CELL_A = decision.CellInfo('4cf0a6c4-1d5e-4e4a-9a6c-0a1ecf7d7b14', 'cellA')
 CELL_B = decision.CellInfo('b0b6d6c2-2a4f-4f53-9d1c-6f0e2f3a4b5c', 'cellB')
@@ -64,7 +64,7 @@ class SighupClock:
 
 
 class SnapshotPerRequestTestCase(testscenarios.WithScenarios,
-                                 test.NoDBTestCase):
+                                 base.TestCase):
 
     scenarios = [('forbidden', dict(form=decision.FORM_FORBIDDEN)),
                  ('member_of', dict(form=decision.FORM_MEMBER_OF))]

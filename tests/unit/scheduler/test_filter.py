@@ -31,7 +31,6 @@ from nova import exception as nova_exception
 from nova import objects
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import request_filter as nova_request_filter
-from nova import test
 from oslo_utils.fixture import uuidsentinel as uuids
 import sqlalchemy
 import testscenarios
@@ -41,8 +40,9 @@ from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import host_filter as filters
 from nova_cellsched.scheduler import request_filter
 from nova_cellsched.scheduler import state
-from tests import request_specs
-from tests import scheduler_state
+from tests import base
+from tests.fixtures import request_specs
+from tests.fixtures import scheduler_state
 
 # Keystone style project ids.
 PROJ_A = '0d5e63a0e3e84e1e9d4f7e06ad7eb6b2'     # dedicated_a
@@ -60,7 +60,7 @@ STD_PROJECTS = ('dedicated_a:%(a)s;%(ab)s,dedicated_b:%(b)s;%(ab)s'
                 % {'a': PROJ_A, 'b': PROJ_B, 'ab': PROJ_AB})
 
 
-class FilterTestBase(test.TestCase):
+class FilterTestBase(base.NovaTestCase):
     """A real API database holding cell0 and the cells of CELLS."""
 
     # cell0 only: the cells of the tests are created in setUp.
@@ -733,7 +733,7 @@ class ProjectCellFilterTestCase(FilterTestBase):
         self.assertEqual([filters.ProjectCellFilter], classes)
 
 
-class ForbiddenFormTestCase(test.NoDBTestCase):
+class ForbiddenFormTestCase(base.TestCase):
     """Which form the pre-filter uses for the default cells."""
 
     def test_auto_forbids_only_when_other_cells_are_fewer(self):
@@ -756,7 +756,7 @@ class ForbiddenFormTestCase(test.NoDBTestCase):
         self.assertIn("'not_in'", str(exc))
 
 
-class PinnedCellTestCase(test.NoDBTestCase):
+class PinnedCellTestCase(base.TestCase):
     """pinned_cell() over the forms requested_destination takes."""
 
     def test_forms(self):
@@ -779,7 +779,7 @@ class PinnedCellTestCase(test.NoDBTestCase):
         self.assertIsNone(decision.pinned_cell(spec))
 
 
-class NamedDestinationTestCase(test.NoDBTestCase):
+class NamedDestinationTestCase(base.TestCase):
     """named_destination() over the ways a request names its host or node.
     """
 

@@ -24,9 +24,9 @@ import pathlib
 import subprocess
 import sys
 
-import testtools
 
 import nova_cellsched
+from tests import base
 
 SCHEDULER = pathlib.Path(nova_cellsched.__file__).parent / 'scheduler'
 
@@ -56,7 +56,7 @@ MUST_NOT_LOAD = {
 }
 
 
-class FreshImportTestCase(testtools.TestCase):
+class FreshImportTestCase(base.TestCase):
 
     def test_each_module_alone(self):
         """No module changes nova's request filters by being imported.
@@ -95,7 +95,7 @@ class FreshImportTestCase(testtools.TestCase):
         self.assertEqual('[]', out.strip())
 
 
-class NoCycleTestCase(testtools.TestCase):
+class NoCycleTestCase(base.TestCase):
     """The scheduler modules import each other one way only."""
 
     def _graph(self):

@@ -22,13 +22,13 @@ import uuid
 import hypothesis
 from hypothesis import strategies as st
 from oslo_config import cfg
-from oslotest import base
 import testscenarios
 
 from nova_cellsched import conf
 from nova_cellsched.exception import InvalidCellsMapping
 from nova_cellsched.scheduler import decision
 from nova_cellsched.scheduler import mapping
+from tests import base
 
 # Reproducible in CI: the same examples on every run, no example database.
 PROPERTY = hypothesis.settings(deadline=None, derandomize=True,
@@ -125,7 +125,7 @@ def _render(default, groups):
     return default_text, projects_text
 
 
-class PropertyTestCase(base.BaseTestCase):
+class PropertyTestCase(base.TestCase):
     """Properties of the parser over generated values."""
 
     @PROPERTY_STRUCTURED
@@ -268,7 +268,7 @@ def _spellings(token, canonical):
 
 
 class ErrorScenariosTestCase(testscenarios.WithScenarios,
-                             base.BaseTestCase):
+                             base.TestCase):
     """Each malformed value is rejected with a message that fits it."""
 
     scenarios = [
@@ -342,7 +342,7 @@ class ErrorScenariosTestCase(testscenarios.WithScenarios,
         self.assertEqual(2, exc.exit_code)
 
 
-class ParseTestCase(base.BaseTestCase):
+class ParseTestCase(base.TestCase):
     """Examples of accepted values."""
 
     def test_empty_values(self):
@@ -479,7 +479,7 @@ class ParseTestCase(base.BaseTestCase):
             self.assertEqual(lookalike, mapping.normalize_cell_ref(lookalike))
 
 
-class OptionsTestCase(base.BaseTestCase):
+class OptionsTestCase(base.TestCase):
     """The option definitions, as oslo.config sees them."""
 
     def _load(self, text):

@@ -20,13 +20,13 @@ import threading
 
 import fixtures
 from oslo_config import cfg
-from oslotest import base
 
 from nova_cellsched import compat
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import exception
 from nova_cellsched.scheduler import aggregate_sync
 from nova_cellsched.scheduler import periodic_sync
+from tests import base
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -45,7 +45,7 @@ def _conf(tmp, value=None):
     return conf
 
 
-class IntervalTest(base.BaseTestCase):
+class IntervalTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -106,7 +106,7 @@ class FakePlacement:
     pass
 
 
-class PeriodicSyncTest(base.BaseTestCase):
+class PeriodicSyncTest(base.TestCase):
     """The thread and its controls, with a fake sync."""
 
     def setUp(self):
@@ -452,7 +452,7 @@ class PeriodicSyncTest(base.BaseTestCase):
         self.assertEqual({}, worker.missing_since)
 
 
-class SetupTest(base.BaseTestCase):
+class SetupTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
