@@ -122,7 +122,7 @@ class Clients:
                      else 'user:%s:member,reader' % project)
             conns[key] = openstack.connect(
                 auth_type='admin_token',
-                auth={'endpoint': self.url, 'token': token},
+                auth={'endpoint': self.url, 'auth_token': token},
                 load_yaml_config=False, load_envvars=False)
             with self.lock:
                 self.all.append(conns[key])

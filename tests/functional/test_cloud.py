@@ -224,7 +224,7 @@ class TestCloud(base.TestCase):
                  else 'user:%s:member,reader' % project)
         conn = openstack.connect(
             auth_type='admin_token',
-            auth={'endpoint': self.cloud.compute_url, 'token': token},
+            auth={'endpoint': self.cloud.compute_url, 'auth_token': token},
             load_yaml_config=False, load_envvars=False)
         self.addCleanup(conn.close)
         return conn

@@ -252,7 +252,7 @@ class UwsgiNovaApiTest(UwsgiWorld):
     def sdk_servers(self, api, **kwargs):
         conn = openstack.connect(
             auth_type='admin_token',
-            auth={'endpoint': api.url, 'token': uwsgi_api.TOKEN},
+            auth={'endpoint': api.url, 'auth_token': uwsgi_api.TOKEN},
             load_yaml_config=False, load_envvars=False)
         self.addCleanup(conn.close)
         servers = [s.to_dict() for s in conn.compute.servers(
