@@ -46,6 +46,7 @@ import fixtures
 from nova.api.openstack.compute import servers as servers_api
 import nova.conf
 from nova import context as nova_context
+from nova.db.main import api as main_db_api
 from nova.db.main import models
 from nova import exception as nova_exception
 from nova.network import security_group_api
@@ -53,6 +54,8 @@ from nova import quota as nova_quota
 from nova.tests import fixtures as nova_fixtures
 from nova.tests.unit.api.openstack import fakes
 from oslo_config import fixture as config_fixture
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import test_fixtures as db_fixtures
 from oslo_policy import opts as policy_opts
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -209,9 +212,18 @@ class FrozenServerTestBase(mdb.ServersTestCase):
         self.cfg.config(list_cell_timeout=CELL_TIMEOUT,
                         api_stuck_queries_per_cell=STUCK_CAP,
                         list_max_workers=8, group='cellsched')
-        # nova-api's own [database] (nova's DB API reads its scheme).
-        self.cfg.config(connection=self.world.cells['cell1'].url,
+        # nova-api's own [database]: cell0, as devstack lays nova-api out
+        # (nova's DB API reads its scheme; nova 31 and 32 read the
+        # servers' faults there, untargeted). nova caches the engine per
+        # process: this world's, not an earlier class's stopped server.
+        self.cfg.config(connection=self.world.cells['cell0'].url,
                         group='database')
+        main = enginefacade.transaction_context()
+        main.configure(connection=self.world.cells['cell0'].url,
+                       max_retries=1, retry_interval=0)
+        self.useFixture(db_fixtures.ReplaceEngineFacadeFixture(
+            main_db_api.context_manager, main))
+        self.addCleanup(main.dispose_pool)
         # nova-api's default (a nova test run earlier in this process may
         # have left nova's test default, 'error').
         self.cfg.config(response_validation='warn', group='api')
