@@ -157,8 +157,9 @@ class UwsgiWorld(mdb.ServersTestCase):
         api = uwsgi_api.UwsgiNovaApi(
             cls.world, cls.neutron.url, with_filter=with_filter,
             cellsched={'list_cell_timeout': cls.CELL_TIMEOUT}, **kwargs)
-        cls._cleanups_cls.append(api.cleanUp)
+        # A fixture whose setUp fails has cleaned up after itself.
         api.setUp()
+        cls._cleanups_cls.append(api.cleanUp)
         return api
 
     @classmethod
