@@ -261,15 +261,15 @@ class UwsgiNovaApiTest(UwsgiWorld):
         return self.normalized(api, servers)
 
     def cli_servers(self, api, *args):
-        # admin_token's endpoint stands for every service, and the CLI
-        # wants an identity v3 proxy even where it does not call it: the
-        # compute endpoint as an override, an identity v3 one to please it.
-        env = dict(os.environ, OS_AUTH_TYPE='admin_token',
-                   OS_ENDPOINT=api.base + '/identity/v3',
-                   OS_COMPUTE_ENDPOINT_OVERRIDE=api.url,
-                   OS_TOKEN=uwsgi_api.TOKEN)
+        # keystoneauth's ``none`` plugin: no token (the noauth stand-in's
+        # admin), the endpoint for every service. Identity v3 declared:
+        # python-openstackclient 8 and newer want it even where they do
+        # not call it; 7.5 (nova 31's) would otherwise discover it there.
+        env = dict(os.environ, OS_AUTH_TYPE='none', OS_ENDPOINT=api.url,
+                   OS_IDENTITY_API_VERSION='3')
         for name in ('OS_CLOUD', 'OS_AUTH_URL', 'OS_USERNAME',
-                     'OS_PASSWORD', 'OS_PROJECT_NAME'):
+                     'OS_PASSWORD', 'OS_PROJECT_NAME', 'OS_TOKEN',
+                     'OS_COMPUTE_ENDPOINT_OVERRIDE'):
             env.pop(name, None)
         done = subprocess.run(
             [OPENSTACK, 'server', 'list', '--all-projects', '--long',
