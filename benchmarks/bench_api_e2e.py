@@ -293,6 +293,11 @@ def render(report: dict[str, Any]) -> str:
                   'default).' % ', '.join(
                       '`%s = %s`' % kv
                       for kv in sorted(report['ours_options'].items())), '']
+    if report.get('nova_options'):
+        lines += ['Both with nova.conf %s.' % ', '.join(
+            '`[%s] %s = %s`' % (section, key, value)
+            for section, values in sorted(report['nova_options'].items())
+            for key, value in sorted(values.items())), '']
     if report.get('load'):
         lines += ['Load average (1, 5, 15 min) at the start %s, at the end '
                   '%s.' % tuple(', '.join('%.2f' % v for v in report['load']
@@ -401,6 +406,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='a [cellsched] option of ours other than its '
                         'default (repeatable), to measure what one option '
                         'gives: e.g. api_view_bdms=false')
+    parser.add_argument('--nova-option', action='append', default=[],
+                        metavar='SECTION.NAME=VALUE',
+                        help="a nova.conf option of both processes, stock "
+                        "and ours (repeatable): e.g. "
+                        "api.instance_list_per_project_cells=true")
     seed_fast.add_database_args(parser)
     args = parser.parse_args(argv)
     if args.quick:
@@ -421,6 +431,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                 parser.error('--%ss: %r is not one of %s'
                              % (name, value, ', '.join(allowed)))
     args.ours_options = dict(o.split('=', 1) for o in args.ours_option)
+    args.nova_options = {}
+    for option in args.nova_option:
+        name, sep, value = option.partition('=')
+        section, dot, key = name.partition('.')
+        if not (sep and dot and section and key):
+            parser.error('--nova-option: expected SECTION.NAME=VALUE, got '
+                         '%r' % option)
+        args.nova_options.setdefault(section, {})[key] = value
     return args
 
 
@@ -475,6 +493,8 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
                 log('%s, response_validation = %s:' % (label, validation))
                 conf = {'DEFAULT': {'debug': 'false'},
                         'api': {'response_validation': validation}}
+                for section, values in args.nova_options.items():
+                    conf.setdefault(section, {}).update(values)
                 apis = {}
                 try:
                     for variant in ('stock', 'ours'):
@@ -515,6 +535,7 @@ def _main(args: argparse.Namespace, argv: list[str] | None) -> int:
         'repeat': args.repeat, 'points': points,
         'load': dict(load, end=os.getloadavg()),
         'ours_options': args.ours_options,
+        'nova_options': args.nova_options,
         'notes': [
             'two uwsgi processes (one worker, one thread each, as devstack '
             'configures nova-api but for the worker count), nova-api in '
