@@ -26,6 +26,7 @@ import concurrent.futures
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -113,6 +114,11 @@ def request_threads() -> int | None:
     """
     if not _threading():
         return None
+    return uwsgi_threads()
+
+
+def uwsgi_threads() -> int | None:
+    """uwsgi's ``threads`` of this process (1 without it); None: not uwsgi."""
     try:
         import uwsgi
     except ImportError:
@@ -126,6 +132,44 @@ def request_threads() -> int | None:
         return max(1, int(value))
     except (TypeError, ValueError):
         return None
+
+
+class _GreenPools(concurrent.futures.Executor):
+    """Green workers under eventlet: one pool per hub.
+
+    Each OS thread has its own eventlet hub (uwsgi's ``threads``), and
+    eventlet's green threads, queues and semaphores wake only greenlets
+    of their own hub: a pool shared by two hubs loses its wake-ups
+    (``greenlet.error: Cannot switch to a different thread``) and the
+    request waiting on it never ends. Each hub gets a pool of *size*,
+    its own; with one thread per process (devstack's layout) that is one
+    pool, as before.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pools: weakref.WeakKeyDictionary[
+            Any, concurrent.futures.Executor] = weakref.WeakKeyDictionary()
+
+    def _pool(self) -> concurrent.futures.Executor:
+        from eventlet import hubs
+
+        hub = hubs.get_hub()
+        pool = self._pools.get(hub)
+        if pool is None:
+            # No other greenlet of this hub runs before the assignment.
+            pool = self._pools[hub] = futurist.GreenThreadPoolExecutor(
+                max_workers=self.size)
+        return pool
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any,
+               **kwargs: Any) -> 'concurrent.futures.Future[Any]':
+        return self._pool().submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *,
+                 cancel_futures: bool = False) -> None:
+        for pool in list(self._pools.values()):
+            pool.shutdown(wait=wait)
 
 
 def pool_size(cells: int, requests: int | None, stuck_cap: int,
@@ -185,9 +229,22 @@ def executor(cells: int | None = None) -> concurrent.futures.Executor:
             if _threading():
                 _EXECUTOR = futurist.ThreadPoolExecutor(max_workers=size)
             else:
-                _EXECUTOR = futurist.GreenThreadPoolExecutor(
-                    max_workers=size)
+                _warn_green_threads()
+                _EXECUTOR = _GreenPools(size)
         return _EXECUTOR
+
+
+def _warn_green_threads() -> None:
+    """A WARNING for eventlet under more than one uwsgi thread."""
+    threads = uwsgi_threads()
+    if threads is not None and threads > 1:
+        LOG.warning(
+            'nova-api runs on eventlet with %d uwsgi threads a process; '
+            'expected 1: eventlet\'s green threads and locks belong to one '
+            'OS thread each. The listing keeps its green workers per '
+            'thread, but nova and its libraries share theirs. Set uwsgi '
+            'threads = 1, as devstack does, and add uwsgi processes for '
+            'more requests at once.', threads)
 
 
 def _after_fork_in_child() -> None:

@@ -19,13 +19,13 @@ uwsgi's Python module exists only inside uwsgi: where a test needs its
 
 import logging
 import os
+import subprocess
 import sys
 import types
 
 import fixtures
 import hypothesis
 from hypothesis import strategies as st
-
 
 from nova_cellsched.api.hooks import pool
 from tests import base
@@ -147,3 +147,73 @@ def _stuck_query():
     query = stuck.Query('cell1')
     pool.STUCK.begin(query)
     return query
+
+
+#: An eventlet process (nova 31 and 32's nova-api) whose four OS threads
+#: (uwsgi's ``threads = 4``) list at once: each submits more tasks than
+#: the pool has workers and waits for them, twenty times. Prints the
+#: tasks done per thread and whether a thread is still waiting.
+_GREEN_THREADS = '''
+import eventlet
+eventlet.monkey_patch()
+import sys
+from eventlet import patcher
+import futurist
+from futurist import waiters
+from nova_cellsched.api.hooks import pool
+shared = sys.argv[1] == 'shared'
+executor = (futurist.GreenThreadPoolExecutor(max_workers=2) if shared
+            else pool._GreenPools(2))
+done = {}
+def listing(name):
+    count = 0
+    for _ in range(20):
+        futures = [executor.submit(eventlet.sleep, 0.005) for _ in range(4)]
+        count += len(waiters.wait_for_all(futures, timeout=10).done)
+    done[name] = count
+threading = patcher.original('threading')
+threads = [threading.Thread(target=listing, args=(n,)) for n in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join(60)
+print(sorted(done.values()), any(t.is_alive() for t in threads))
+'''
+
+
+class TestGreenPoolsPerThread(base.TestCase):
+    """Under eventlet, each OS thread's listings have their own workers.
+
+    Green workers of their own hub: a pool shared by two hubs loses its
+    wake-ups.
+    """
+
+    def run_threads(self, which):
+        done = subprocess.run(
+            [sys.executable, '-c', _GREEN_THREADS, which],
+            capture_output=True, text=True, timeout=120)
+        self.assertEqual(0, done.returncode, done.stderr)
+        return done.stdout.strip(), done.stderr
+
+    def test_each_thread_gets_every_task_done(self):
+        out, err = self.run_threads('ours')
+        self.assertEqual('[80, 80, 80, 80] False', out)
+        self.assertNotIn('Cannot switch to a different thread', err)
+
+    def test_one_pool_shared_by_the_threads_loses_wake_ups(self):
+        """What the pool per hub prevents (eventlet's greenlet.error)."""
+        _out, err = self.run_threads('shared')
+        self.assertIn('Cannot switch to a different thread', err)
+
+    def test_eventlet_in_uwsgi_threads_is_warned_about(self):
+        log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        pool.shutdown()
+        self.addCleanup(pool.shutdown)
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.hooks.pool._threading', lambda: False))
+        self.addCleanup(sys.modules.pop, 'uwsgi', None)
+        sys.modules['uwsgi'] = types.SimpleNamespace(opt={'threads': b'8'})
+        self.assertIsInstance(pool.executor(3), pool._GreenPools)
+        self.assertIn('nova-api runs on eventlet with 8 uwsgi threads',
+                      log.output)
+        self.assertIn('Set uwsgi threads = 1', log.output)
