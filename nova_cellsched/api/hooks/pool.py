@@ -193,7 +193,8 @@ def executor(cells: int | None = None) -> concurrent.futures.Executor:
     """This process's workers: green threads under eventlet, else threads.
 
     One pool for every listing of the process, so threads are not
-    started per request; sized on first use by :func:`pool_size` for
+    started per request (under eventlet, one per OS thread:
+    :class:`_GreenPools`); sized on first use by :func:`pool_size` for
     *cells* cells (nova-api loads its cells once per worker process),
     at most ``[cellsched] list_max_workers``. A pool too small for what
     the process can run is logged once (a WARNING). A busy pool never
