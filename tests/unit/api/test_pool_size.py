@@ -54,14 +54,15 @@ class TestExecutor(base.TestCase):
         pool.shutdown()
         self.addCleanup(pool.shutdown)
 
-    def uwsgi(self, threads):
+    def uwsgi(self, threads, native=True):
         """nova-api in uwsgi with *threads* threads, nova on native threads.
 
-        Whether nova runs on native threads is the adapter's
-        answer (nova 31 has eventlet only): set here, on every release.
+        Whether nova runs on native threads (else eventlet) is the
+        adapter's answer (nova 31 has eventlet only): set here, on every
+        release.
         """
         self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.hooks.pool._threading', lambda: True))
+            'nova_cellsched.api.hooks.pool._threading', lambda: native))
         self.addCleanup(sys.modules.pop, 'uwsgi', None)
         sys.modules['uwsgi'] = types.SimpleNamespace(
             opt={'threads': threads})
@@ -86,6 +87,13 @@ class TestExecutor(base.TestCase):
         # A pool too small costs time, not rows: not a warning.
         self.assertNotIn('WARNING [nova_cellsched',
                          self.log.output)
+
+    def test_eventlet_in_uwsgi_threads_is_warned_about(self):
+        self.uwsgi(b'8', native=False)
+        self.assertIsInstance(pool.executor(3), pool._GreenPools)
+        self.assertIn('nova-api runs on eventlet with 8 uwsgi threads',
+                      self.log.output)
+        self.assertIn('Set uwsgi threads = 1', self.log.output)
 
     def test_a_pool_for_the_load_is_not_capped(self):
         self.uwsgi(b'2')
@@ -204,16 +212,3 @@ class TestGreenPoolsPerThread(base.TestCase):
         """What the pool per hub prevents (eventlet's greenlet.error)."""
         _out, err = self.run_threads('shared')
         self.assertIn('Cannot switch to a different thread', err)
-
-    def test_eventlet_in_uwsgi_threads_is_warned_about(self):
-        log = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
-        pool.shutdown()
-        self.addCleanup(pool.shutdown)
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova_cellsched.api.hooks.pool._threading', lambda: False))
-        self.addCleanup(sys.modules.pop, 'uwsgi', None)
-        sys.modules['uwsgi'] = types.SimpleNamespace(opt={'threads': b'8'})
-        self.assertIsInstance(pool.executor(3), pool._GreenPools)
-        self.assertIn('nova-api runs on eventlet with 8 uwsgi threads',
-                      log.output)
-        self.assertIn('Set uwsgi threads = 1', log.output)
