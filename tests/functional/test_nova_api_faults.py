@@ -865,6 +865,14 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
             self.assertFalse(thread.is_alive(), 'a request hangs')
         return results
 
+    def assert_listings_within(self, bound):
+        """Every listing timed by :meth:`time_listings` ended by *bound*."""
+        for seconds in self.listing_seconds:
+            self.assertLessEqual(
+                seconds, bound, 'a listing waited %.2fs (bound %.2fs; all: '
+                '%s)' % (seconds, bound, ', '.join(
+                    '%.2f' % s for s in sorted(self.listing_seconds))))
+
     def assert_each_cell_whole_or_down(self, ids):
         """Every cell's servers are all listed or none (down), never part.
         """
@@ -899,9 +907,7 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
             self.assertIsNone(error)
             self.assertEqual(healthy, ids)
         self.assertEqual(self.CLIENTS, len(self.listing_seconds))
-        for seconds in self.listing_seconds:
-            self.assertLessEqual(seconds, bound,
-                                 'a listing waited %.2fs' % seconds)
+        self.assert_listings_within(bound)
         for name in self.VICTIMS:
             self.assertIn('Cell %s is not responding'
                           % self.world.cells[name].uuid, self.logs.output)
@@ -917,7 +923,11 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         The review's burst (48 listings of ``limit=10`` in one process,
         one cell frozen): 12 of 48 pages held fewer than 10 servers,
         healthy cells reported down because their tasks were still
-        queued. Every page is now the first 10 healthy servers.
+        queued. Every page is now the first 10 healthy servers, and no
+        page waits near the 8 x ``list_cell_timeout`` of the fault: 16
+        listings of one process on a loaded 2-core machine are given one
+        ``list_cell_timeout`` more than :data:`BUSY_BOUND` for the
+        machine's own stalls.
         """
         self.wait_for_stuck_queries_to_end()
         body, _ = self.detail()
@@ -926,7 +936,7 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         pool.shutdown()
         self.cfg.config(list_max_workers=4, group='cellsched')
         self.addCleanup(pool.shutdown)
-        bound = self.burst_bound(BUSY_BOUND, clients=16,
+        bound = self.burst_bound(BUSY_BOUND + CELL_TIMEOUT, clients=16,
                                  path=DETAIL + '&limit=10')
         self.freeze()
         pages = self.concurrent_details(clients=16,
@@ -934,9 +944,7 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         for ids, _seconds, error in pages:
             self.assertIsNone(error)
             self.assertEqual(set(first), ids)
-        for seconds in self.listing_seconds:
-            self.assertLessEqual(seconds, bound,
-                                 'a listing waited %.2fs' % seconds)
+        self.assert_listings_within(bound)
 
     def test_a_pool_sized_for_the_load_lists_every_healthy_cell(self):
         """Workers for cells x (clients + stuck queries): nothing queues.
@@ -958,6 +966,4 @@ class FrozenCellsSharingAHostTest(FrozenServerTestBase):
         for ids, _seconds, error in self.concurrent_details():
             self.assertIsNone(error)
             self.assertEqual(healthy, ids)
-        for seconds in self.listing_seconds:
-            self.assertLessEqual(seconds, bound,
-                                 'a listing waited %.2fs' % seconds)
+        self.assert_listings_within(bound)

@@ -189,6 +189,47 @@ print(sorted(done.values()), any(t.is_alive() for t in threads))
 '''
 
 
+#: Two OS threads of an eventlet process hand work to each other: the
+#: first's task holds the pool's only worker until the second has
+#: queued its own task behind it and waits for it. Prints the tasks each
+#: thread saw done and whether a thread is still waiting.
+_HANDOVER = '''
+import eventlet
+eventlet.monkey_patch()
+import sys
+from eventlet import patcher
+import futurist
+from futurist import waiters
+from nova_cellsched.api.hooks import pool
+shared = sys.argv[1] == 'shared'
+executor = (futurist.GreenThreadPoolExecutor(max_workers=1) if shared
+            else pool._GreenPools(1))
+threading = patcher.original('threading')
+started, release = threading.Event(), threading.Event()
+done = {}
+def holding():
+    started.set()
+    release.wait(10)
+    eventlet.sleep(0.3)  # the second thread is waiting by now
+def first():
+    future = executor.submit(holding)
+    done['first'] = len(waiters.wait_for_all([future], timeout=5).done)
+    eventlet.sleep(1)  # this thread's hub runs on
+def second():
+    started.wait(10)
+    future = executor.submit(lambda: None)
+    release.set()
+    done['second'] = len(waiters.wait_for_all([future], timeout=5).done)
+threads = [threading.Thread(target=first), threading.Thread(target=second)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join(30)
+print(done.get('first'), done.get('second'),
+      any(t.is_alive() for t in threads))
+'''
+
+
 class TestGreenPoolsPerThread(base.TestCase):
     """Under eventlet, each OS thread's listings have their own workers.
 
@@ -196,9 +237,9 @@ class TestGreenPoolsPerThread(base.TestCase):
     wake-ups.
     """
 
-    def run_threads(self, which):
+    def run_threads(self, which, script=_GREEN_THREADS):
         done = subprocess.run(
-            [sys.executable, '-c', _GREEN_THREADS, which],
+            [sys.executable, '-c', script, which],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(0, done.returncode, done.stderr)
         return done.stdout.strip(), done.stderr
@@ -208,7 +249,16 @@ class TestGreenPoolsPerThread(base.TestCase):
         self.assertEqual('[80, 80, 80, 80] False', out)
         self.assertNotIn('Cannot switch to a different thread', err)
 
+    def test_a_task_queued_behind_another_threads_task_runs_at_home(self):
+        out, err = self.run_threads('ours', _HANDOVER)
+        self.assertEqual('1 1 False', out)
+        self.assertNotIn('Cannot switch to a different thread', err)
+
     def test_one_pool_shared_by_the_threads_loses_wake_ups(self):
-        """What the pool per hub prevents (eventlet's greenlet.error)."""
-        _out, err = self.run_threads('shared')
+        """What the pool per hub prevents (eventlet's greenlet.error).
+
+        The first thread's worker runs the second thread's queued task
+        and wakes its waiter from the wrong hub.
+        """
+        _out, err = self.run_threads('shared', _HANDOVER)
         self.assertIn('Cannot switch to a different thread', err)
