@@ -116,7 +116,7 @@ class Clients:
         conns = self.local.__dict__.setdefault('conns', {})
         key = (project, admin)
         if key not in conns:
-            import openstack  # checked by main() (openstacksdk)
+            import openstack  # imported first by main()
 
             token = ('admin:%s' % project if admin
                      else 'user:%s:member,reader' % project)
@@ -978,6 +978,12 @@ def main(argv: list[str] | None = None) -> int:
         needs.update(osprofiler='osprofiler: the traces (--trace)',
                      redis='redis: the trace collector (--trace)')
     reporting.require('bench_cloud_storm.py', needs)
+    # Imported here, before any thread starts: on nova 31 to 33's pins
+    # openstacksdk's import reaches oslo.concurrency, which imports
+    # eventlet, and eventlet first imported in a worker thread leaves
+    # that thread pool unjoinable (the storm ended, its boots done, and
+    # the client waited forever in the pool's shutdown).
+    import openstack  # noqa: F401
 
     import tempfile
     own = args.dir is None
