@@ -42,6 +42,7 @@ importing no part.
 from collections.abc import Callable, Iterator
 import contextlib
 import math
+import socket
 import threading
 import time
 from typing import Any
@@ -180,6 +181,37 @@ def _bounded_connect(base: type) -> Callable[..., Any]:
     return bounded
 
 
+def _closing_both_ways(base: type) -> Callable[..., Any] | None:
+    """*base*'s ``_force_close``, ending the TCP connection itself.
+
+    PyMySQL closes a connection it lost (a read or write that timed out)
+    by closing its socket: the connection ends only when no other file
+    descriptor holds that socket. A process forked after the connection
+    was made (nova-scheduler's workers, forked by a master that read the
+    cells first) holds a copy that oslo.db's fork guard drops without
+    closing, and the server would keep the given-up session, its query
+    run at the thaw and its transaction open, for the life of those
+    processes, holding the table's metadata lock: every later
+    ``LOCK TABLES`` or schema change of that table waits for it. A
+    shutdown first sends the server the end of the connection whoever
+    else holds it, so the session ends (and rolls back) after its query.
+    """
+    force_close = getattr(base, '_force_close', None)
+    if force_close is None:
+        return None
+
+    def closing(connection: Any) -> None:
+        sock = getattr(connection, '_sock', None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        force_close(connection)
+
+    closing.__name__ = '_force_close'
+    closing.__doc__ = force_close.__doc__
+    return closing
+
+
 _TIMED: dict[type, type] = {}
 _TIMED_LOCK = threading.Lock()
 
@@ -191,14 +223,18 @@ def timed_class(base: type) -> type:
     with _TIMED_LOCK:
         timed = _TIMED.get(base)
         if timed is None:
-            timed = type('Timed' + base.__name__, (base,), {
+            members = {
                 '__module__': __name__,
                 'cellsched_timed': True,
                 'connect': _bounded_connect(base),
                 'connect_timeout': _bounded('_cellsched_connect_timeout'),
                 '_read_timeout': _bounded('_cellsched_read_timeout'),
                 '_write_timeout': _bounded('_cellsched_write_timeout'),
-            })
+            }
+            closing = _closing_both_ways(base)
+            if closing is not None:
+                members['_force_close'] = closing
+            timed = type('Timed' + base.__name__, (base,), members)
             _TIMED[base] = timed
         return timed
 

@@ -19,8 +19,10 @@ functional tests (the pure bounds are ``tests/unit/api/test_guard.py``).
 """
 
 import logging
+import os
 import socket
 import threading
+import time
 
 import fixtures
 from nova import context as nova_context
@@ -31,8 +33,10 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched import compat
+from nova_cellsched.demo import seed
 from nova_cellsched import guard
 from tests import base
+from tests.fixtures import db
 from tests.fixtures import slow_proxy
 
 
@@ -267,3 +271,68 @@ class TestFirstContact(base.TestCase):
         self.assertIsInstance(error, db_exc.DBConnectionError)
         self.assertEqual(2, self.retries.output.count(
             'SQL connection failed'))
+
+
+class TestGivenUpSessionEnds(db.FunctionalTestCase):
+    """A connection given up on ends its session, whoever else holds it.
+
+    A nova-scheduler master reads the cells before it forks its workers:
+    each worker holds a copy of the master's connections, which oslo.db
+    drops without closing. When the master then gives up on a query of
+    a frozen cell, closing its own socket did not end the connection:
+    the query ran at the thaw and its session kept a transaction, and
+    the table's metadata lock, for as long as the workers lived. Real
+    MariaDB, the table write-locked, the socket's copy an ``os.dup``.
+    """
+
+    def setUp(self):
+        super().setUp()
+        compat.install(['guard'])
+        self.addCleanup(compat.restore, ['guard'])
+        name = 'ncs_guard_%s' % uuidutils.generate_uuid(dashed=False)[:12]
+        self.url = seed.create_database(db.MYSQL_URL, name)
+        self.addCleanup(seed.drop_database, self.url)
+        self.params = dict(host='127.0.0.1', port=3306, user='root',
+                           database=name)
+        with self.connect() as admin:
+            admin.cursor().execute(
+                'CREATE TABLE compute_nodes (id INT PRIMARY KEY) '
+                'ENGINE=InnoDB')
+
+    def connect(self, cls=pymysql.connections.Connection):
+        return cls(**self.params)
+
+    def sessions(self):
+        with self.connect() as admin:
+            cursor = admin.cursor()
+            cursor.execute('SELECT id FROM information_schema.processlist '
+                           'WHERE db = %s', (self.params['database'],))
+            return {row[0] for row in cursor.fetchall()}
+
+    def test_a_timed_out_query_ends_its_session_at_the_thaw(self):
+        locker = self.connect()
+        self.addCleanup(locker.close)
+        reader = self.connect(guard.timed_class(
+            pymysql.connections.Connection))
+        self.addCleanup(reader.close)
+        given_up = reader.thread_id()
+        copy = os.dup(reader._sock.fileno())
+        self.addCleanup(os.close, copy)
+        locker.cursor().execute('LOCK TABLES compute_nodes WRITE')
+
+        def read():
+            with guard.io_timeout(0.5):
+                reader.cursor().execute('SELECT id FROM compute_nodes')
+
+        error, finished = run_bounded(read)
+        self.assertTrue(finished, 'the read still blocks')
+        self.assertIsInstance(error, pymysql.err.OperationalError)
+        locker.cursor().execute('UNLOCK TABLES')
+        deadline = time.monotonic() + SAFETY
+        while given_up in self.sessions() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertNotIn(given_up, self.sessions())
+        # Nothing of it blocks the table: a write lock is granted at once.
+        locker.cursor().execute('SET SESSION lock_wait_timeout = 5')
+        locker.cursor().execute('LOCK TABLES compute_nodes WRITE')
+        locker.cursor().execute('UNLOCK TABLES')
