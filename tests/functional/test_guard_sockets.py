@@ -33,11 +33,11 @@ import pymysql
 import sqlalchemy as sa
 
 from nova_cellsched import compat
-from nova_cellsched.demo import seed
 from nova_cellsched import guard
 from tests import base
 from tests.fixtures import db
 from tests.fixtures import slow_proxy
+from tests.fixtures import worlds
 
 
 class _SilentServer:
@@ -290,8 +290,8 @@ class TestGivenUpSessionEnds(db.FunctionalTestCase):
         compat.install(['guard'])
         self.addCleanup(compat.restore, ['guard'])
         name = 'ncs_guard_%s' % uuidutils.generate_uuid(dashed=False)[:12]
-        self.url = seed.create_database(db.MYSQL_URL, name)
-        self.addCleanup(seed.drop_database, self.url)
+        self.url = worlds.create_database(db.MYSQL_URL, name)
+        self.addCleanup(worlds.drop_database, self.url)
         self.params = dict(host='127.0.0.1', port=3306, user='root',
                            database=name)
         with self.connect() as admin:
