@@ -157,11 +157,11 @@ def _stuck_query():
     return query
 
 
-#: An eventlet process (nova 31 and 32's nova-api) whose four OS threads
-#: (uwsgi's ``threads = 4``) list at once: each submits more tasks than
-#: the pool has workers and waits for them, twenty times. Prints the
-#: tasks done per thread and whether a thread is still waiting.
-_GREEN_THREADS = '''
+#: An eventlet process (nova 31 and 32's nova-api) with several OS
+#: threads (uwsgi's ``threads``): ``executor``, of ``sys.argv[2]``
+#: workers, is one futurist pool for them all (``sys.argv[1]`` "shared")
+#: or ours, a pool per thread; ``threading`` makes OS threads.
+_EVENTLET_PROCESS = '''
 import eventlet
 eventlet.monkey_patch()
 import sys
@@ -169,9 +169,16 @@ from eventlet import patcher
 import futurist
 from futurist import waiters
 from nova_cellsched.api.hooks import pool
-shared = sys.argv[1] == 'shared'
-executor = (futurist.GreenThreadPoolExecutor(max_workers=2) if shared
-            else pool._GreenPools(2))
+workers = int(sys.argv[2])
+executor = (futurist.GreenThreadPoolExecutor(max_workers=workers)
+            if sys.argv[1] == 'shared' else pool._GreenPools(workers))
+threading = patcher.original('threading')
+'''
+
+#: Four OS threads list at once: each submits more tasks than the pool
+#: has workers (two) and waits for them, twenty times. Prints the tasks
+#: done per thread and whether a thread is still waiting.
+_GREEN_THREADS = '''
 done = {}
 def listing(name):
     count = 0
@@ -179,32 +186,20 @@ def listing(name):
         futures = [executor.submit(eventlet.sleep, 0.005) for _ in range(4)]
         count += len(waiters.wait_for_all(futures, timeout=10).done)
     done[name] = count
-threading = patcher.original('threading')
 threads = [threading.Thread(target=listing, args=(n,)) for n in range(4)]
 for thread in threads:
     thread.start()
 for thread in threads:
     thread.join(60)
 print(sorted(done.values()), any(t.is_alive() for t in threads))
-'''
+''', 2
 
 
-#: Two OS threads of an eventlet process hand work to each other: the
-#: first's task holds the pool's only worker until the second has
-#: queued its own task behind it and waits for it. Prints the tasks each
-#: thread saw done and whether a thread is still waiting.
+#: Two OS threads hand work to each other: the first's task holds the
+#: pool's only worker until the second has queued its own task behind
+#: it and waits for it. Prints the tasks each thread saw done and whether
+#: a thread is still waiting.
 _HANDOVER = '''
-import eventlet
-eventlet.monkey_patch()
-import sys
-from eventlet import patcher
-import futurist
-from futurist import waiters
-from nova_cellsched.api.hooks import pool
-shared = sys.argv[1] == 'shared'
-executor = (futurist.GreenThreadPoolExecutor(max_workers=1) if shared
-            else pool._GreenPools(1))
-threading = patcher.original('threading')
 started, release = threading.Event(), threading.Event()
 done = {}
 def holding():
@@ -227,7 +222,7 @@ for thread in threads:
     thread.join(30)
 print(done.get('first'), done.get('second'),
       any(t.is_alive() for t in threads))
-'''
+''', 1
 
 
 class TestGreenPoolsPerThread(base.TestCase):
@@ -238,8 +233,10 @@ class TestGreenPoolsPerThread(base.TestCase):
     """
 
     def run_threads(self, which, script=_GREEN_THREADS):
+        body, workers = script
         done = subprocess.run(
-            [sys.executable, '-c', script, which],
+            [sys.executable, '-c', _EVENTLET_PROCESS + body, which,
+             str(workers)],
             capture_output=True, text=True, timeout=120)
         self.assertEqual(0, done.returncode, done.stderr)
         return done.stdout.strip(), done.stderr
