@@ -290,10 +290,13 @@ class TestGivenUpSessionEnds(db.FunctionalTestCase):
         compat.install(['guard'])
         self.addCleanup(compat.restore, ['guard'])
         name = 'ncs_guard_%s' % uuidutils.generate_uuid(dashed=False)[:12]
-        self.url = worlds.create_database(db.MYSQL_URL, name)
-        self.addCleanup(worlds.drop_database, self.url)
-        self.params = dict(host='127.0.0.1', port=3306, user='root',
-                           database=name)
+        url = worlds.create_database(db.MYSQL_URL, name)
+        self.addCleanup(worlds.drop_database, url)
+        parsed = sa.engine.make_url(url)
+        self.params = dict(host=parsed.host, port=parsed.port or 3306,
+                           user=parsed.username,
+                           password=parsed.password or '',
+                           database=parsed.database)
         with self.connect() as admin:
             admin.cursor().execute(
                 'CREATE TABLE compute_nodes (id INT PRIMARY KEY) '
