@@ -50,7 +50,9 @@ garbage collector is off, nova's ``CELL_CACHE`` has its cells, that
 class attribute of ``InstanceMapping`` is its own, ``[cellsched]
 api_lister`` is overridden to true, the ``keyset`` part is on. It runs
 in its own thread, and :func:`run` stops waiting after :data:`TIMEOUT`
-seconds.
+seconds; the problem then says what it was doing (making its
+databases, writing its servers, which case, closing), and a WARNING
+gives its stack.
 """
 
 from collections.abc import Callable, Iterator, Sequence
@@ -59,8 +61,10 @@ import copy
 import datetime
 import functools
 import gc
+import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 from oslo_log import log as logging
@@ -379,6 +383,39 @@ def _replacement_on() -> Iterator[None]:
             conf.clear_override('api_lister', group)
 
 
+class _Progress:
+    """What a self-test is doing, set by its thread, read by :func:`run`."""
+
+    def __init__(self) -> None:
+        self.doing = 'waiting for a self-test given up on earlier to end'
+
+    def __call__(self, doing: str) -> None:
+        self.doing = doing
+
+
+def _stack_of(worker: threading.Thread) -> str:
+    """Where *worker* is now (its stack), or '' if it cannot be seen.
+
+    A native thread's frame is in :func:`sys._current_frames`; under
+    eventlet's monkey patching a thread is a greenlet, whose id is its
+    ``ident``.
+    """
+    frame = sys._current_frames().get(worker.ident or -1)
+    if frame is None:
+        try:
+            import greenlet
+        except ImportError:
+            return ''
+        for candidate in gc.get_objects():
+            if (isinstance(candidate, greenlet.greenlet) and
+                    id(candidate) == worker.ident):
+                frame = candidate.gr_frame
+                break
+    if frame is None:
+        return ''
+    return ''.join(traceback.format_stack(frame))
+
+
 class _Cancelled(Exception):
     """:func:`run` stopped waiting: do not start another case."""
 
@@ -387,8 +424,10 @@ class _Cases:
     """The comparisons, on a seeded :class:`_World`."""
 
     def __init__(self, world: _World, replacement: Callable[..., Any],
-                 cancelled: threading.Event | None = None) -> None:
+                 cancelled: threading.Event | None = None,
+                 progress: _Progress | None = None) -> None:
         self.cancelled = cancelled or threading.Event()
+        self.progress = progress or _Progress()
         self.world = world
         self.replacement = replacement
         self._reference: dict[Any, list[Any]] = {}
@@ -455,6 +494,7 @@ class _Cases:
         what = '%s (sort %s %s, limit %s, marker %s)' % (
             label, list(keys), list(dirs), limit,
             'set' if marker else 'none')
+        self.progress('listing %s' % what)
         try:
             lister, found = self.replacement(
                 ctx, copy.deepcopy(filters), limit, marker, list(cols),
@@ -562,21 +602,25 @@ _RUNNING = threading.Lock()
 
 
 def _run_in_thread(problems: list[str], replacement: Callable[..., Any],
-                   cancelled: threading.Event, timeout: float) -> None:
+                   cancelled: threading.Event, timeout: float,
+                   progress: _Progress) -> None:
     """The self-test; fills *problems* (one entry at least on error)."""
     if not _RUNNING.acquire(timeout=timeout):
         problems.append('self-test could not run: a previous one given up '
                         'on is still running')
         return
     try:
-        _self_test(problems, replacement, cancelled)
+        _self_test(problems, replacement, cancelled, progress)
     finally:
         _RUNNING.release()
 
 
 def _self_test(problems: list[str], replacement: Callable[..., Any],
-               cancelled: threading.Event) -> None:
+               cancelled: threading.Event,
+               progress: _Progress | None = None) -> None:
     import nova.conf
+
+    progress = progress or _Progress()
 
     if not nova.conf.CONF.database.connection:
         # nova's instance query picks its regular expression operator by
@@ -586,9 +630,11 @@ def _self_test(problems: list[str], replacement: Callable[..., Any],
         return
     world = None
     try:
+        progress('making its databases')
         world = _World()
+        progress('writing its servers')
         world.seed()
-        cases = _Cases(world, replacement, cancelled)
+        cases = _Cases(world, replacement, cancelled, progress)
         with _markers_in(world.mappings), _replacement_on():
             cases.run()
         problems.extend(cases.problems)
@@ -601,7 +647,9 @@ def _self_test(problems: list[str], replacement: Callable[..., Any],
         problems.append('self-test could not run: %s' % _describe(exc))
     finally:
         if world is not None:
+            progress('closing its databases')
             world.close()
+        progress('done')
 
 
 def run(replacement: Callable[..., Any] | None = None,
@@ -638,9 +686,10 @@ def run(replacement: Callable[..., Any] | None = None,
         # The replacement pages through keyset's stand-in (without it,
         # it would read the same first rows again and again).
         with compat.temporarily('keyset'):
+            progress = _Progress()
             worker = threading.Thread(target=_run_in_thread,
                                       args=(problems, replacement, cancelled,
-                                            timeout),
+                                            timeout, progress),
                                       name='cellsched-selftest', daemon=True)
             worker.start()
             worker.join(timeout)
@@ -655,6 +704,11 @@ def run(replacement: Callable[..., Any] | None = None,
                         % (len(problems) - 5)]
     if worker.is_alive():
         cancelled.set()
+        LOG.warning('The self-test did not finish within %(timeout)g s; it '
+                    'was %(doing)s, at:\n%(stack)s',
+                    {'timeout': timeout, 'doing': progress.doing,
+                     'stack': _stack_of(worker) or '(not seen)'})
         return (libraries +
-                ['self-test did not finish within %g s' % timeout], elapsed)
+                ['self-test did not finish within %g s (it was %s)'
+                 % (timeout, progress.doing)], elapsed)
     return libraries + list(problems), elapsed
