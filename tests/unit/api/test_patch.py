@@ -43,6 +43,7 @@ from nova_cellsched.records import query as instance_query
 from tests import base
 from tests.fixtures import releases
 from tests.fixtures import request_path
+from tests.fixtures import selftests
 
 CONF = nova.conf.CONF
 
@@ -118,6 +119,7 @@ class _Base(base.TestCase):
         self.useFixture(config_fixture.Config(CONF)).config(
             connection='sqlite://', group='database')
         self.addCleanup(cellsched_api.uninstall)
+        self.useFixture(selftests.SelfTestsEnded(self.id()))
 
 
 class TestInstall(_Base):
@@ -647,7 +649,12 @@ class TestSelfTest(_Base):
         self.assertFalse(CONF.cellsched.api_lister)
 
     def test_a_hanging_self_test_is_given_up_on(self):
-        """A replacement that never answers: a problem, not a hang."""
+        """A replacement that never answers: a problem, not a hang.
+
+        The problem says what the self-test was doing, and a WARNING
+        where (its stack); released, it ends (:class:`SelfTestsEnded`
+        waits for it after the test).
+        """
         release = threading.Event()
         self.addCleanup(release.set)
 
@@ -655,8 +662,20 @@ class TestSelfTest(_Base):
             release.wait()
             raise AssertionError('released')
 
+        logs = self.useFixture(fixtures.FakeLogger(
+            name=selftest.__name__, level=logging.WARNING))
         problems, _seconds = selftest.run(hangs, timeout=0.5)
-        self.assertEqual(['self-test did not finish within 0.5 s'], problems)
+        (problem,) = problems
+        listing = 'listing default order (sort [] [], limit 4, marker none)'
+        # Where it was depends on how far it got in 0.5 s.
+        doing = re.fullmatch(
+            r'self-test did not finish within 0\.5 s \(it was (.+)\)',
+            problem).group(1)
+        self.assertIn(doing, ('making its databases', 'writing its servers',
+                              listing))
+        self.assertIn('it was %s, at:' % doing, logs.output)
+        if doing == listing:
+            self.assertIn(', in hangs\n', logs.output)
 
     def test_without_database_connection_the_self_test_refuses(self):
         self.useFixture(config_fixture.Config(CONF)).config(

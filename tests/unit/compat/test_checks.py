@@ -36,6 +36,7 @@ from nova_cellsched.compat import core
 from nova_cellsched.compat import hashing
 from nova_cellsched.compat import parts
 from tests.fixtures import releases
+from tests.fixtures import selftests
 from tests.unit.compat import test_compat
 
 CONF = nova.conf.CONF
@@ -193,6 +194,7 @@ class TheSameAnswerEverywhereTest(_Base):
     def test_the_self_test_runs_the_library_checks(self):
         from nova_cellsched.api.startup import selftest
 
+        self.useFixture(selftests.SelfTestsEnded(self.id()))
         self.forget_joins()
         problems, _seconds = selftest.run(timeout=300.0)
         self.assertEqual(checks.keyset_sqlalchemy()[0], problems[0])
