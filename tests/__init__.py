@@ -24,6 +24,7 @@ native thread has not; nova 34.0.0 skips that in threading mode,
 imported before any test module, so the choice is made before anything
 could import eventlet.
 
+Each test is bounded (``OS_TEST_TIMEOUT``, 900 s unless set).
 Output is captured per test (oslotest's ``OS_STDOUT_CAPTURE``,
 ``OS_STDERR_CAPTURE`` and ``OS_LOG_CAPTURE``, on unless set to 0): a
 passing test prints nothing, a failing one shows its output and log.
@@ -54,6 +55,11 @@ else:
     os.environ['OS_NOVA_DISABLE_EVENTLET_PATCHING'] = '0'
 for _name in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE', 'OS_LOG_CAPTURE'):
     os.environ.setdefault(_name, '1')
+# Each test's bound (oslotest's and nova's Timeout fixtures read it): a
+# test that hangs fails with a TimeoutException and its worker goes on,
+# so a run always ends. Far above the slowest test's time (the contributor
+# guide's "The tests").
+os.environ.setdefault('OS_TEST_TIMEOUT', '900')
 # nova's migrations log every step at INFO, also while a class builds its
 # shared databases, outside any test's capture (and nova.test, imported by
 # the nova-based tests, logs INFO to stdout): warnings only, as nova's own

@@ -20,7 +20,8 @@ spell it, and the process-wide cell health forgotten around each test.
 :class:`NovaTestCase` is the same base on nova's own ``test.TestCase``,
 for tests that run nova's services in-process (its database and cell
 fixtures, its API, its placement fixture): nova's setUp then does the
-output and log capture and the timeout, and oslotest's are skipped.
+log capture, and oslotest's the timeout and output capture, as for
+nova's own tests.
 
 The harnesses (worlds, database servers, uwsgi) are fixtures in
 :mod:`tests.fixtures`, not base classes.
@@ -76,15 +77,8 @@ class NovaTestCase(nova_test.TestCase, TestCase):
     """:class:`TestCase` on nova's ``test.TestCase``.
 
     nova's setUp builds its world (configuration, databases and cell
-    mappings, policy, logging, output capture, timeout); ``flags`` is
-    nova's own.
+    mappings, policy, logging); ``flags`` is nova's own. oslotest's base
+    runs once under both (timeout and output capture, as for nova's own
+    tests; nova turns oslotest's log capture off for its own
+    ``StandardLogging``).
     """
-
-    def _set_timeout(self) -> None:
-        """nova's ``Timeout`` fixture is in place."""
-
-    def _fake_output(self) -> None:
-        """nova's ``OutputStreamCapture`` is in place."""
-
-    def _fake_logs(self) -> None:
-        """nova's ``StandardLogging`` is in place."""
