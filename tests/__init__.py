@@ -55,10 +55,10 @@ else:
     os.environ['OS_NOVA_DISABLE_EVENTLET_PATCHING'] = '0'
 for _name in ('OS_STDOUT_CAPTURE', 'OS_STDERR_CAPTURE', 'OS_LOG_CAPTURE'):
     os.environ.setdefault(_name, '1')
-# Each test's bound (oslotest's and nova's Timeout fixtures read it): a
-# test that hangs fails with a TimeoutException and its worker goes on,
-# so a run always ends. Far above the slowest test's time (the contributor
-# guide's "The tests").
+# Each test's bound (oslotest's Timeout fixture reads it, under nova's
+# test.TestCase too): a test that hangs fails with a TimeoutException and
+# its worker goes on, so a run always ends. Far above the slowest test's
+# time (the contributor guide's "The tests").
 os.environ.setdefault('OS_TEST_TIMEOUT', '900')
 # nova's migrations log every step at INFO, also while a class builds its
 # shared databases, outside any test's capture (and nova.test, imported by

@@ -424,10 +424,9 @@ class _Cases:
     """The comparisons, on a seeded :class:`_World`."""
 
     def __init__(self, world: _World, replacement: Callable[..., Any],
-                 cancelled: threading.Event | None = None,
-                 progress: _Progress | None = None) -> None:
-        self.cancelled = cancelled or threading.Event()
-        self.progress = progress or _Progress()
+                 cancelled: threading.Event, progress: _Progress) -> None:
+        self.cancelled = cancelled
+        self.progress = progress
         self.world = world
         self.replacement = replacement
         self._reference: dict[Any, list[Any]] = {}
@@ -616,11 +615,8 @@ def _run_in_thread(problems: list[str], replacement: Callable[..., Any],
 
 
 def _self_test(problems: list[str], replacement: Callable[..., Any],
-               cancelled: threading.Event,
-               progress: _Progress | None = None) -> None:
+               cancelled: threading.Event, progress: _Progress) -> None:
     import nova.conf
-
-    progress = progress or _Progress()
 
     if not nova.conf.CONF.database.connection:
         # nova's instance query picks its regular expression operator by
