@@ -26,11 +26,12 @@ once (:func:`gather`).
 Each cell has a :class:`Budget`: the time charged to it is only the time
 its own futures kept waiting on the cell, so one hung cell cannot use up
 the allowance of the others, whatever the order the caller waits in.
-Where the kernel tells (:mod:`.silence`: Linux, tasks on OS threads),
-that is the time a task's thread slept waiting on I/O without an
-answer, its cell's silence; time it waited for the GIL, a lock or a CPU
-is the process's, never charged. Elsewhere it is the wall time the task
-ran.
+Where the kernel tells (:mod:`.silence`: Linux, tasks on OS threads)
+or eventlet's hub does (tasks on green threads), that is the time a
+task's thread slept waiting on I/O without an answer, its cell's
+silence; time it waited for the GIL, a lock, a CPU or another green
+thread is the process's, never charged. Elsewhere it is the wall time
+the task ran.
 
 A call's *wait* (a :class:`Deadline`) bounds how long its tasks may wait
 in the executor's queue: a task that no worker has taken by then is not
@@ -141,7 +142,7 @@ class Deadline:
         self.began: float | None = None
         self._at: float | None = None
         #: The task's thread, watched (:meth:`begin` with *silent*).
-        self.watch: silence.Watch | None = None
+        self.watch: silence.Watch | silence.GreenWatch | None = None
         if not pending:
             self.begin()
 

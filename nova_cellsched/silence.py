@@ -29,16 +29,29 @@ A listing task waits on nothing but its cell's database, so its silence
 is the time that cell kept it waiting without answering (up to one
 sampling interval less per wait, never more).
 
-Where the files are not there (not Linux, another architecture, a
-thread of the caller's own: green threads), :func:`watch` returns
-None and callers keep to wall time.
+A task on an eventlet green thread shares its OS thread with the
+caller that waits for it, and the kernel cannot tell them apart. There
+eventlet's hub tells: a green thread that waits on I/O is parked in the
+hub's listener for its file descriptor, a new listener for each wait. A
+:class:`GreenWatch` samples that: between two samples where the green
+thread is parked in the same listener, and its descriptor has nothing
+for it (not readable, or not writable, as it waits), it slept there all
+along. Time it was runnable while another green thread computed is
+never counted, nor a wait whose answer has come and waits for the hub.
+
+Where neither can watch (not Linux or another architecture for an OS
+thread, a hub without listeners for a green one), :func:`watch`
+returns None and callers keep to wall time.
 """
 
 from collections.abc import Callable
 import functools
 import os
 import platform
+import select
+import sys
 import threading
+from typing import Any
 
 #: System calls, by machine, a thread sleeps in while it waits on I/O.
 #: From the kernel's unistd tables: read, write, poll, select, connect,
@@ -130,20 +143,135 @@ class Watch:
         return self.silence
 
 
-def watch(native_id: int | None, clock: Callable[[], float],
-          sampler: int) -> Watch | None:
-    """A :class:`Watch` of thread *native_id*, or None where none can be.
+class GreenWatch:
+    """The silence one eventlet green thread has slept through, sampled.
 
+    :param green: the green thread (its greenlet).
+    :param hub: the eventlet hub it runs under (its OS thread's).
+    :param clock: seconds, monotonic.
+
+    Call :meth:`sample` now and then, from another green thread of the
+    same OS thread (the hub's structures are not shared across threads);
+    each call adds to :attr:`silence` the time since the previous one
+    if *green* was parked in one I/O wait all along (the same listener
+    of the hub's) and its descriptor is still not ready: its peer said
+    nothing. Not thread-safe: one sampler.
+    """
+
+    def __init__(self, green: Any, hub: Any,
+                 clock: Callable[[], float]) -> None:
+        self.green = green
+        self._hub = hub
+        self._clock = clock
+        self._last: tuple[float, Any] | None = None
+        #: (event type, descriptor) of the last wait seen: looked at first.
+        self._where: tuple[Any, int] | None = None
+        #: Seconds the green thread was seen parked waiting on I/O.
+        self.silence = 0.0
+
+    def _listeners(self, evtype: Any, fileno: int) -> list[Any]:
+        hub = self._hub
+        primary = hub.listeners[evtype].get(fileno)
+        return (([primary] if primary is not None else []) +
+                list(hub.secondaries[evtype].get(fileno, ())))
+
+    def _parked(self) -> tuple[Any, Any, int] | None:
+        """(listener, event type, descriptor) it waits in; None: not in I/O.
+        """
+        hub = self._hub
+        places = [self._where] if self._where is not None else []
+        places += [(evtype, fileno)
+                   for evtype in (hub.READ, hub.WRITE)
+                   for bucket in (hub.listeners, hub.secondaries)
+                   for fileno in list(bucket[evtype])]
+        for evtype, fileno in places:
+            for listener in self._listeners(evtype, fileno):
+                if getattr(listener.cb, '__self__', None) is self.green:
+                    self._where = (evtype, fileno)
+                    return listener, evtype, fileno
+        return None
+
+    def _state(self) -> Any:
+        """The listener it sleeps in with nothing to read; None otherwise.
+        """
+        parked = self._parked()
+        if parked is None:
+            return None
+        listener, evtype, fileno = parked
+        want = select.POLLIN if evtype == self._hub.READ else select.POLLOUT
+        try:
+            poll = _original_select().poll()
+            poll.register(fileno, want)
+            if poll.poll(0):
+                return None     # ready (or closed): the peer spoke
+        except (OSError, ValueError):
+            return None
+        return listener
+
+    def sample(self) -> float:
+        """Look at the green thread now; its :attr:`silence` so far."""
+        now = self._clock()
+        listener = self._state()
+        if listener is None:
+            self._last = None
+            return self.silence
+        last = self._last
+        if last is not None and last[1] is listener:
+            self.silence += now - last[0]
+        self._last = (now, listener)
+        return self.silence
+
+
+@functools.cache
+def _original_select() -> Any:
+    """The select module eventlet has not patched."""
+    from eventlet import patcher
+
+    return patcher.original('select')
+
+
+def _green_hub() -> Any:
+    """The calling green thread's eventlet hub; None: not a green thread.
+
+    A green thread is a greenlet eventlet's hub runs (its parent is the
+    hub's greenlet). Nothing is imported: without greenlet and eventlet
+    loaded, there is no green thread. A hub without the listeners this
+    module reads (another hub, another eventlet) is None too.
+    """
+    greenlet = sys.modules.get('greenlet')
+    hubs = sys.modules.get('eventlet.hubs')
+    if greenlet is None or hubs is None:
+        return None
+    current = greenlet.getcurrent()
+    if current.parent is None:
+        return None     # an OS thread's own greenlet
+    hub = hubs.get_hub()
+    if (current.parent is not getattr(hub, 'greenlet', None) or
+            not all(hasattr(hub, name) for name in
+                    ('READ', 'WRITE', 'listeners', 'secondaries'))):
+        return None
+    return hub
+
+
+def watch(native_id: int | None, clock: Callable[[], float],
+          sampler: int) -> Watch | GreenWatch | None:
+    """A watch of the calling thread, or None where none can be.
+
+    :param native_id: the calling thread's ``threading.get_native_id()``.
     :param sampler: the native id of the thread that will sample it.
 
-    None when the process cannot watch its threads (:func:`supported`),
-    for no thread, for the sampler's own thread (a task run on a green
-    thread shares its OS thread with the caller that waits for it) and
-    for an id that is not one of this process's threads.
+    An OS thread other than the sampler's: a :class:`Watch`, unless the
+    process cannot watch its threads (:func:`supported`) or the id is
+    not one of this process's threads. A green thread (eventlet) of the
+    sampler's OS thread: a :class:`GreenWatch` of it. Else None.
     """
+    if native_id is not None and native_id == sampler:
+        hub = _green_hub()
+        if hub is None:
+            return None
+        return GreenWatch(sys.modules['greenlet'].getcurrent(), hub, clock)
     io_waits = _io_waits()
-    if (native_id is None or io_waits is None or
-            native_id == sampler or not supported() or
+    if (native_id is None or io_waits is None or not supported() or
             not os.path.isdir('/proc/self/task/%d' % native_id)):
         return None
     return Watch(native_id, clock, io_waits)

@@ -65,6 +65,7 @@ import nova_cellsched.api as cellsched_api
 from nova_cellsched.api.hooks import instance_list as api_instance_list
 from nova_cellsched.api.hooks import pool
 from nova_cellsched.api.middleware import request_state
+from nova_cellsched.compat import adapter
 from nova_cellsched import conf as conf_mod
 from nova_cellsched import gather
 from nova_cellsched.listing import cross_cell
@@ -620,6 +621,52 @@ class FrozenCellThroughNovaApiTest(FrozenServerTestBase):
         self.assertFalse(busy.done(), 'the listing waited for the worker')
         self.assertLessEqual(elapsed, bound)
         self.assert_listing_waited()
+        self.assertEqual(everything, self.ids(body))
+        self.assertNotIn('is not responding', self.logs.output)
+
+    def test_a_green_thread_busy_for_seconds_costs_time_not_rows(self):
+        """Under eventlet, cells that answered while nova-api computed
+        are listed.
+
+        nova-api's green threads share one OS thread: while one computes
+        (here the first cell's task, for 1.5 ``list_cell_timeout``
+        after its batch came back), no other runs, and the answers of
+        the other cells wait in their sockets. None of them is a cell
+        that did not answer: every cell's servers are listed, and none
+        is reported down. On native threads the kernel tells the same
+        (``SilenceTestCase`` in ``tests/unit/test_gather.py``).
+
+        Regression (nova 31 and 32, eventlet): a task on a green thread
+        was charged the wall time it ran, so the cell whose rows took
+        long to read, and the cells whose answers waited behind it,
+        were reported down: a healthy listing short of whole cells.
+        """
+        if adapter.threading_mode():
+            self.skipTest('nova runs on native threads here')
+        import eventlet
+
+        hog = 1.5 * CELL_TIMEOUT
+        self.assertLess(hog, IO_TIMEOUT, 'the drivers would end the reads')
+        everything = self.uuids_of(*self.expected)
+        original = api_instance_list._Listing._fetch
+        hogged = []
+
+        def fetch(listing, *args):
+            batch = original(listing, *args)
+            if not hogged:
+                hogged.append(eventlet.getcurrent())
+                end = time.monotonic() + hog
+                while time.monotonic() < end:  # CPU, never yields
+                    pass
+            return batch
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova_cellsched.api.hooks.instance_list._Listing._fetch',
+            fetch))
+        self.time_listing_rounds()
+        body, _ = self.detail()
+        self.assertEqual(1, len(hogged))
+        self.assertGreaterEqual(sum(self.round_seconds), hog)
         self.assertEqual(everything, self.ids(body))
         self.assertNotIn('is not responding', self.logs.output)
 

@@ -27,6 +27,7 @@ checks that too.
 import collections
 import socket
 import threading
+import time
 import unittest
 
 import futurist
@@ -535,6 +536,132 @@ class SilenceTestCase(ExecutorTestCase):
         peer.sendall(b'x')
         thread.join(SAFETY)
         # Not the sampler's own thread (green threads share it).
+        self.assertIsNone(silence.watch(own, clock, own))
+
+
+def _eventlet():
+    """eventlet, or None where nova runs on native threads.
+
+    nova 34 in threading mode (the default run) forbids importing it;
+    the per-release runs (nova 31 to 33) run in eventlet mode
+    (``tests/__init__.py``).
+    """
+    try:
+        import eventlet
+    except ImportError:
+        return None
+    return eventlet
+
+
+@unittest.skipIf(_eventlet() is None,
+                 'nova runs on native threads here (no eventlet)')
+class GreenSilenceTestCase(base.TestCase):
+    """Under eventlet, a cell is charged its silence, not the hub's load.
+
+    The tasks run on eventlet green threads (futurist's green executor)
+    of the test's own OS thread, as nova-api's do on nova 31 and 32, and
+    wait on green sockets. Run by the per-release tests
+    (``tools/releases/ci.txt``).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.executor = futurist.GreenThreadPoolExecutor(max_workers=4)
+        self.addCleanup(self.executor.shutdown, wait=False)
+
+    def pair(self):
+        """A green socket and its peer, closed after the test."""
+        from eventlet.green import socket as green_socket
+
+        ours, peer = green_socket.socketpair()
+        ours.settimeout(SAFETY)
+        # The peer first: a task still reading ends (it reads b'').
+        self.addCleanup(ours.close)
+        self.addCleanup(peer.close)
+        return ours, peer
+
+    def test_an_answer_kept_waiting_by_a_busy_green_thread_is_no_silence(
+            self):
+        """Regression: answered cells were reported down (wall time).
+
+        The hog answers for the waiting task's peer, then computes for
+        three budgets without yielding: the answer waits in the socket,
+        and the task cannot run to read it.
+        """
+        import eventlet
+
+        ours, peer = self.pair()
+
+        def waiting():
+            return ours.recv(1)
+
+        def hog():
+            eventlet.sleep(0.05)    # the other task waits in its read
+            peer.sendall(b'x')
+            end = time.monotonic() + 0.6
+            while time.monotonic() < end:
+                pass
+            return b'done'
+
+        budgets = {'waiting': gather.Budget(0.2), 'hog': gather.Budget(0.2)}
+        outcomes = gather.run_round(self.executor.submit, {
+            'waiting': (waiting, ()), 'hog': (hog, ())}, budgets)
+        self.assertEqual(
+            {'waiting': (gather.OK, b'x'), 'hog': (gather.OK, b'done')},
+            {key: (outcome.status, outcome.result)
+             for key, outcome in outcomes.items()})
+        # At most the looks before the answer, never the hog's time.
+        self.assertLess(budgets['waiting'].spent, 0.2)
+        self.assertEqual(0.0, budgets['hog'].spent)
+
+    def test_a_silent_peer_is_timed_out(self):
+        """A frozen cell on a green thread is down after its budget."""
+        ours, _peer = self.pair()
+        budget = gather.Budget(0.2)
+        outcomes = gather.run_round(
+            self.executor.submit, {'frozen': (ours.recv, (1,))},
+            {'frozen': budget})
+        self.assertEqual(gather.TIMED_OUT, outcomes['frozen'].status)
+        self.assertEqual(0.0, budget.remaining())
+
+    def test_a_green_watch_counts_only_a_sleep_on_io(self):
+        """Parked on an event, nothing; parked in a read, the time slept.
+        """
+        import eventlet
+        from eventlet import event
+
+        ours, peer = self.pair()
+        go = event.Event()
+        clock = FakeClock()
+        own = threading.get_native_id()
+        watches = []
+
+        def sleeper():
+            watches.append(silence.watch(threading.get_native_id(), clock,
+                                         own))
+            go.wait()
+            return ours.recv(1)
+
+        thread = eventlet.spawn(sleeper)
+        eventlet.sleep(0)
+        (watch,) = watches
+        self.assertIsInstance(watch, silence.GreenWatch)
+        for _ in range(3):
+            eventlet.sleep(0.01)
+            clock.advance(1.0)
+            watch.sample()
+        self.assertEqual(0.0, watch.silence)
+        go.send()
+        eventlet.sleep(0.01)    # it reads, and waits
+        for expected in (0.0, 1.0, 2.0):
+            clock.advance(1.0)
+            self.assertEqual(expected, watch.sample())
+        # An answer not read yet: the peer spoke, nothing more counts.
+        peer.sendall(b'x')
+        clock.advance(1.0)
+        self.assertEqual(2.0, watch.sample())
+        self.assertEqual(b'x', thread.wait())
+        # The test's own OS thread is no green thread: no watch.
         self.assertIsNone(silence.watch(own, clock, own))
 
 
