@@ -48,7 +48,6 @@ from collections.abc import Callable
 import functools
 import os
 import platform
-import select
 import sys
 import threading
 from typing import Any
@@ -163,9 +162,9 @@ class GreenWatch:
         self.green = green
         self._hub = hub
         self._clock = clock
-        self._last: tuple[float, Any] | None = None
-        #: (event type, descriptor) of the last wait seen: looked at first.
-        self._where: tuple[Any, int] | None = None
+        self._last: tuple[float, tuple[Any, ...]] | None = None
+        #: (listener, event type, descriptor) of the waits last seen.
+        self._seen: list[tuple[Any, Any, int]] = []
         #: Seconds the green thread was seen parked waiting on I/O.
         self.silence = 0.0
 
@@ -175,50 +174,63 @@ class GreenWatch:
         return (([primary] if primary is not None else []) +
                 list(hub.secondaries[evtype].get(fileno, ())))
 
-    def _parked(self) -> tuple[Any, Any, int] | None:
-        """(listener, event type, descriptor) it waits in; None: not in I/O.
-        """
-        hub = self._hub
-        places = [self._where] if self._where is not None else []
-        places += [(evtype, fileno)
-                   for evtype in (hub.READ, hub.WRITE)
-                   for bucket in (hub.listeners, hub.secondaries)
-                   for fileno in list(bucket[evtype])]
-        for evtype, fileno in places:
-            for listener in self._listeners(evtype, fileno):
-                if getattr(listener.cb, '__self__', None) is self.green:
-                    self._where = (evtype, fileno)
-                    return listener, evtype, fileno
-        return None
+    def _ours(self, listener: Any) -> bool:
+        # eventlet's waits (trampoline, green select) give the hub the
+        # waiting green thread's own throw, to end the wait with an error.
+        return (getattr(listener.tb, '__self__', None) is self.green or
+                getattr(listener.cb, '__self__', None) is self.green)
 
-    def _state(self) -> Any:
-        """The listener it sleeps in with nothing to read; None otherwise.
+    def _parked(self) -> list[tuple[Any, Any, int]]:
+        """(listener, event type, descriptor) of each wait it is in.
+
+        Empty: it waits on no I/O (it runs, is runnable, or waits on a
+        lock, an event or a timer). The waits last seen are looked at
+        first: a wait's listeners come and go together.
+        """
+        if self._seen and all(
+                any(listener is other
+                    for other in self._listeners(evtype, fileno))
+                for listener, evtype, fileno in self._seen):
+            return self._seen
+        hub = self._hub
+        self._seen = [(listener, evtype, fileno)
+                      for evtype in (hub.READ, hub.WRITE)
+                      for fileno in (set(hub.listeners[evtype]) |
+                                     set(hub.secondaries[evtype]))
+                      for listener in self._listeners(evtype, fileno)
+                      if self._ours(listener)]
+        return self._seen
+
+    def _state(self) -> tuple[Any, ...] | None:
+        """The listeners it sleeps in with nothing ready; None otherwise.
         """
         parked = self._parked()
-        if parked is None:
+        if not parked:
             return None
-        listener, evtype, fileno = parked
-        want = select.POLLIN if evtype == self._hub.READ else select.POLLOUT
+        real = _original_select()
         try:
-            poll = _original_select().poll()
-            poll.register(fileno, want)
+            poll = real.poll()
+            for _listener, evtype, fileno in parked:
+                poll.register(fileno, real.POLLIN if evtype == self._hub.READ
+                              else real.POLLOUT)
             if poll.poll(0):
                 return None     # ready (or closed): the peer spoke
         except (OSError, ValueError):
             return None
-        return listener
+        return tuple(listener for listener, _evtype, _fileno in parked)
 
     def sample(self) -> float:
         """Look at the green thread now; its :attr:`silence` so far."""
         now = self._clock()
-        listener = self._state()
-        if listener is None:
+        listeners = self._state()
+        if listeners is None:
             self._last = None
             return self.silence
         last = self._last
-        if last is not None and last[1] is listener:
+        if (last is not None and len(last[1]) == len(listeners) and
+                all(a is b for a, b in zip(last[1], listeners))):
             self.silence += now - last[0]
-        self._last = (now, listener)
+        self._last = (now, listeners)
         return self.silence
 
 

@@ -624,6 +624,19 @@ class GreenSilenceTestCase(base.TestCase):
         self.assertEqual(gather.TIMED_OUT, outcomes['frozen'].status)
         self.assertEqual(0.0, budget.remaining())
 
+    def test_a_silent_peer_in_a_green_select_is_timed_out(self):
+        """A wait in eventlet's select() is a wait on I/O too."""
+        from eventlet.green import select as green_select
+
+        ours, _peer = self.pair()
+        budget = gather.Budget(0.2)
+        outcomes = gather.run_round(
+            self.executor.submit,
+            {'frozen': (green_select.select, ([ours], [], [], SAFETY))},
+            {'frozen': budget})
+        self.assertEqual(gather.TIMED_OUT, outcomes['frozen'].status)
+        self.assertEqual(0.0, budget.remaining())
+
     def test_a_green_watch_counts_only_a_sleep_on_io(self):
         """Parked on an event, nothing; parked in a read, the time slept.
         """
