@@ -88,7 +88,38 @@ def supported() -> bool:
             _read(own + 'status') is not None)
 
 
-class Watch:
+class _Sampled:
+    """Silence added up from samples of what a thread waits in.
+
+    A subclass's :meth:`_state` names the wait the thread sleeps in
+    without an answer, or None; two samples naming the same wait (equal
+    states) mean it slept there all along, and the time between them
+    is added to :attr:`silence`.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._last: tuple[float, Any] | None = None
+        #: Seconds the thread was seen asleep waiting on I/O.
+        self.silence = 0.0
+
+    def _state(self) -> Any:
+        raise NotImplementedError
+
+    def sample(self) -> float:
+        """Look at the thread now; its :attr:`silence` so far."""
+        now = self._clock()
+        state = self._state()
+        if state is None:
+            self._last = None
+            return self.silence
+        if self._last is not None and self._last[1] == state:
+            self.silence += now - self._last[0]
+        self._last = (now, state)
+        return self.silence
+
+
+class Watch(_Sampled):
     """The silence one OS thread has slept through, sampled.
 
     :param native_id: the thread's ``threading.get_native_id()``.
@@ -102,13 +133,10 @@ class Watch:
 
     def __init__(self, native_id: int, clock: Callable[[], float],
                  io_waits: frozenset[int]) -> None:
+        super().__init__(clock)
         self.native_id = native_id
-        self._clock = clock
         self._io_waits = io_waits
         self._dir = '/proc/self/task/%d/' % native_id
-        self._last: tuple[float, str, str] | None = None
-        #: Seconds the thread was seen asleep waiting on I/O.
-        self.silence = 0.0
 
     def _state(self) -> tuple[str, str] | None:
         """(the call it sleeps in, its switch counts); None if it runs."""
@@ -127,22 +155,7 @@ class Watch:
                             if 'ctxt_switches' in line)
         return syscall, switches
 
-    def sample(self) -> float:
-        """Look at the thread now; its :attr:`silence` so far."""
-        now = self._clock()
-        state = self._state()
-        if state is None:
-            self._last = None
-            return self.silence
-        syscall, switches = state
-        last = self._last
-        if last is not None and last[1:] == (syscall, switches):
-            self.silence += now - last[0]
-        self._last = (now, syscall, switches)
-        return self.silence
-
-
-class GreenWatch:
+class GreenWatch(_Sampled):
     """The silence one eventlet green thread has slept through, sampled.
 
     :param green: the green thread (its greenlet).
@@ -159,14 +172,11 @@ class GreenWatch:
 
     def __init__(self, green: Any, hub: Any,
                  clock: Callable[[], float]) -> None:
+        super().__init__(clock)
         self.green = green
         self._hub = hub
-        self._clock = clock
-        self._last: tuple[float, tuple[Any, ...]] | None = None
         #: (listener, event type, descriptor) of the waits last seen.
         self._seen: list[tuple[Any, Any, int]] = []
-        #: Seconds the green thread was seen parked waiting on I/O.
-        self.silence = 0.0
 
     def _listeners(self, evtype: Any, fileno: int) -> list[Any]:
         hub = self._hub
@@ -217,21 +227,23 @@ class GreenWatch:
                 return None     # ready (or closed): the peer spoke
         except (OSError, ValueError):
             return None
-        return tuple(listener for listener, _evtype, _fileno in parked)
+        return _Waits(listener for listener, _evtype, _fileno in parked)
 
-    def sample(self) -> float:
-        """Look at the green thread now; its :attr:`silence` so far."""
-        now = self._clock()
-        listeners = self._state()
-        if listeners is None:
-            self._last = None
-            return self.silence
-        last = self._last
-        if (last is not None and len(last[1]) == len(listeners) and
-                all(a is b for a, b in zip(last[1], listeners))):
-            self.silence += now - last[0]
-        self._last = (now, listeners)
-        return self.silence
+
+class _Waits(tuple[Any, ...]):
+    """A green thread's listeners, equal only to the same objects.
+
+    A new wait is a new listener, even on the same descriptor.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _Waits) and len(self) == len(other) and
+                all(a is b for a, b in zip(self, other)))
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
 
 
 @functools.cache

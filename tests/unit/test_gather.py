@@ -653,7 +653,9 @@ class GreenSilenceTestCase(base.TestCase):
             watches.append(silence.watch(threading.get_native_id(), clock,
                                          own))
             go.wait()
-            return ours.recv(1)
+            first = ours.recv(1)
+            go.wait()   # reset and sent again: at once
+            return [first, ours.recv(1)]
 
         thread = eventlet.spawn(sleeper)
         eventlet.sleep(0)
@@ -669,11 +671,20 @@ class GreenSilenceTestCase(base.TestCase):
         for expected in (0.0, 1.0, 2.0):
             clock.advance(1.0)
             self.assertEqual(expected, watch.sample())
-        # An answer not read yet: the peer spoke, nothing more counts.
+        # Answered, read, and a new wait on the same socket between two
+        # looks: the new wait is counted from the look that sees it.
         peer.sendall(b'x')
+        go.reset()
+        go.send()
+        eventlet.sleep(0.01)
+        for expected in (2.0, 3.0):
+            clock.advance(1.0)
+            self.assertEqual(expected, watch.sample())
+        # An answer not read yet: the peer spoke, nothing more counts.
+        peer.sendall(b'y')
         clock.advance(1.0)
-        self.assertEqual(2.0, watch.sample())
-        self.assertEqual(b'x', thread.wait())
+        self.assertEqual(3.0, watch.sample())
+        self.assertEqual([b'x', b'y'], thread.wait())
         # The test's own OS thread is no green thread: no watch.
         self.assertIsNone(silence.watch(own, clock, own))
 
