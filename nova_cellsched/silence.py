@@ -155,6 +155,7 @@ class Watch(_Sampled):
                             if 'ctxt_switches' in line)
         return syscall, switches
 
+
 class GreenWatch(_Sampled):
     """The silence one eventlet green thread has slept through, sampled.
 
@@ -279,15 +280,17 @@ def _green_hub() -> Any:
 
 def watch(native_id: int | None, clock: Callable[[], float],
           sampler: int) -> Watch | GreenWatch | None:
-    """A watch of the calling thread, or None where none can be.
+    """A watch of thread *native_id*, or None where none can be.
 
-    :param native_id: the calling thread's ``threading.get_native_id()``.
+    :param native_id: the watched thread's ``threading.get_native_id()``.
     :param sampler: the native id of the thread that will sample it.
 
     An OS thread other than the sampler's: a :class:`Watch`, unless the
     process cannot watch its threads (:func:`supported`) or the id is
-    not one of this process's threads. A green thread (eventlet) of the
-    sampler's OS thread: a :class:`GreenWatch` of it. Else None.
+    not one of this process's threads. The sampler's own OS thread: the
+    calling green thread, if it is one (eventlet's green threads share
+    their OS thread), is watched by a :class:`GreenWatch` (call it from
+    that green thread); else None.
     """
     if native_id is not None and native_id == sampler:
         hub = _green_hub()
