@@ -255,8 +255,8 @@ def _original_select() -> Any:
     return patcher.original('select')
 
 
-def _green_hub() -> Any:
-    """The calling green thread's eventlet hub; None: not a green thread.
+def _green_thread() -> tuple[Any, Any] | None:
+    """(the calling green thread, its eventlet hub); None: not one.
 
     A green thread is a greenlet eventlet's hub runs (its parent is the
     hub's greenlet). Nothing is imported: without greenlet and eventlet
@@ -275,7 +275,7 @@ def _green_hub() -> Any:
             not all(hasattr(hub, name) for name in
                     ('READ', 'WRITE', 'listeners', 'secondaries'))):
         return None
-    return hub
+    return current, hub
 
 
 def watch(native_id: int | None, clock: Callable[[], float],
@@ -293,10 +293,10 @@ def watch(native_id: int | None, clock: Callable[[], float],
     that green thread); else None.
     """
     if native_id is not None and native_id == sampler:
-        hub = _green_hub()
-        if hub is None:
+        green = _green_thread()
+        if green is None:
             return None
-        return GreenWatch(sys.modules['greenlet'].getcurrent(), hub, clock)
+        return GreenWatch(*green, clock)
     io_waits = _io_waits()
     if (native_id is None or io_waits is None or not supported() or
             not os.path.isdir('/proc/self/task/%d' % native_id)):
