@@ -34,6 +34,7 @@ import futurist
 import hypothesis
 from hypothesis import strategies as st
 
+from nova_cellsched.compat import adapter
 from nova_cellsched import gather
 from nova_cellsched.listing import sorting
 from nova_cellsched import silence
@@ -539,29 +540,16 @@ class SilenceTestCase(ExecutorTestCase):
         self.assertIsNone(silence.watch(own, clock, own))
 
 
-def _eventlet():
-    """eventlet, or None where nova runs on native threads.
-
-    nova 34 in threading mode (the default run) forbids importing it;
-    the per-release runs (nova 31 to 33) run in eventlet mode
-    (``tests/__init__.py``).
-    """
-    try:
-        import eventlet
-    except ImportError:
-        return None
-    return eventlet
-
-
-@unittest.skipIf(_eventlet() is None,
-                 'nova runs on native threads here (no eventlet)')
+@unittest.skipIf(adapter.threading_mode(),
+                 'nova runs on native threads here')
 class GreenSilenceTestCase(base.TestCase):
     """Under eventlet, a cell is charged its silence, not the hub's load.
 
     The tasks run on eventlet green threads (futurist's green executor)
     of the test's own OS thread, as nova-api's do on nova 31 and 32, and
     wait on green sockets. Run by the per-release tests
-    (``tools/releases/ci.txt``).
+    (``tools/releases/ci.txt``: nova 31 to 33 run in eventlet mode,
+    ``tests/__init__.py``; nova 34's threading mode forbids eventlet).
     """
 
     def setUp(self):
